@@ -1,0 +1,294 @@
+//! The config's types: mcpGraph's format plus mcpflow's additive keys.
+//!
+//! These types are the single source of truth for the config: the JSON Schema that
+//! `mcpflow schema` prints is generated from them, and loading validates the YAML
+//! against that schema before deserializing, so an unknown key is an error with a position.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A whole config file: an MCP server whose tools are graphs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "mcpflow config")]
+pub struct Config {
+    /// Version of the config format (mcpGraph uses "1.0").
+    pub version: String,
+    /// Metadata of the MCP server mcpflow serves.
+    pub server: ServerMeta,
+    /// Guardrails checked before every node of a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_limits: Option<ExecutionLimits>,
+    /// Upstream MCP servers that `mcp` nodes call, by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp_servers: IndexMap<String, McpServer>,
+    /// The graph tools this server lists.
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+}
+
+/// What `initialize` tells the client about this server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerMeta {
+    /// Unique identifier of the server.
+    pub name: String,
+    /// Version of the server.
+    pub version: String,
+    /// Display name; defaults to `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Instructions for the model using this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl ServerMeta {
+    /// The display title: `title` or, when absent, `name`.
+    pub fn display_title(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// Limits on one run. Both must be positive integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionLimits {
+    /// Maximum node executions in one run (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_node_executions: Option<u64>,
+    /// Maximum wall-clock time of one run in milliseconds (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_execution_time_ms: Option<u64>,
+}
+
+impl ExecutionLimits {
+    pub const DEFAULT_MAX_NODE_EXECUTIONS: u64 = 1000;
+    pub const DEFAULT_MAX_EXECUTION_TIME_MS: u64 = 300_000;
+
+    pub fn max_nodes(&self) -> u64 {
+        self.max_node_executions
+            .unwrap_or(Self::DEFAULT_MAX_NODE_EXECUTIONS)
+    }
+
+    pub fn max_time_ms(&self) -> u64 {
+        self.max_execution_time_ms
+            .unwrap_or(Self::DEFAULT_MAX_EXECUTION_TIME_MS)
+    }
+}
+
+/// An upstream MCP server. `type` defaults to `stdio`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum McpServer {
+    Stdio(StdioServer),
+    Remote(RemoteServer),
+}
+
+/// A child process speaking MCP over stdin/stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StdioServer {
+    /// Always `stdio` when present.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<StdioKind>,
+    /// Program to start.
+    pub command: String,
+    /// Its arguments (may be empty). `${VAR}` is interpolated from the environment.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Working directory; relative paths resolve against the config file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Extra environment variables for the child. `${VAR}` is interpolated.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, String>,
+    /// Timeout of one call to this upstream in milliseconds (default 60000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StdioKind {
+    Stdio,
+}
+
+/// A server reached over HTTP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemoteServer {
+    /// `streamableHttp` or `sse` (legacy HTTP+SSE).
+    #[serde(rename = "type")]
+    pub kind: RemoteKind,
+    /// Endpoint URL.
+    pub url: String,
+    /// Extra HTTP headers. `${VAR}` is interpolated.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// Timeout of one call to this upstream in milliseconds (default 60000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RemoteKind {
+    Sse,
+    StreamableHttp,
+}
+
+/// One graph tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolDef {
+    /// Tool name as listed to clients.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments (default `{"type": "object"}`).
+    #[serde(default = "default_object_schema")]
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// MCP tool annotations (readOnlyHint, destructiveHint, …), passed to clients as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// The graph: exactly one `entry` and one `exit` node.
+    pub nodes: Vec<Node>,
+}
+
+fn default_object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+/// One step of a graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Node {
+    /// Receives the tool arguments; its output is the arguments.
+    Entry(EntryNode),
+    /// Returns the previous record's output (JS-falsy values become `{}`).
+    Exit(ExitNode),
+    /// Calls a tool of an upstream server.
+    Mcp(McpNode),
+    /// Reshapes data with a JSONata expression.
+    Transform(TransformNode),
+    /// Routes with JSON Logic rules.
+    Switch(SwitchNode),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntryNode {
+    pub id: String,
+    pub next: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExitNode {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpNode {
+    pub id: String,
+    /// Name of a server in `mcpServers`.
+    pub server: String,
+    /// Tool to call on that server.
+    pub tool: String,
+    /// Arguments: literal JSON, where an object whose single key is `expr` is a JSONata expression.
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    pub next: String,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransformNode {
+    pub id: String,
+    pub transform: Transform,
+    pub next: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Transform {
+    /// JSONata expression over the context `{nodeId: latest output}`.
+    pub expr: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchNode {
+    pub id: String,
+    /// Tried in order; the first whose rule is truthy wins.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// Where to go when no condition holds.
+    pub next: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// A JSON Logic rule; `{var: "<JSONata>"}` reads the context.
+    pub rule: Value,
+    pub next: String,
+}
+
+impl Node {
+    pub fn id(&self) -> &str {
+        match self {
+            Node::Entry(n) => &n.id,
+            Node::Exit(n) => &n.id,
+            Node::Mcp(n) => &n.id,
+            Node::Transform(n) => &n.id,
+            Node::Switch(n) => &n.id,
+        }
+    }
+
+    /// The node type as written in YAML.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Node::Entry(_) => "entry",
+            Node::Exit(_) => "exit",
+            Node::Mcp(_) => "mcp",
+            Node::Transform(_) => "transform",
+            Node::Switch(_) => "switch",
+        }
+    }
+
+    /// Every node id this node can go to next, in declaration order.
+    pub fn successors(&self) -> Vec<&str> {
+        match self {
+            Node::Entry(n) => vec![&n.next],
+            Node::Exit(_) => vec![],
+            Node::Mcp(n) => vec![&n.next],
+            Node::Transform(n) => vec![&n.next],
+            Node::Switch(n) => n
+                .conditions
+                .iter()
+                .map(|c| c.next.as_str())
+                .chain(std::iter::once(n.next.as_str()))
+                .collect(),
+        }
+    }
+}

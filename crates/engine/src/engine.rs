@@ -1,0 +1,196 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use indexmap::IndexMap;
+use mcpflow_config::Config;
+use mcpflow_expr::Limits;
+use mcpflow_upstream::UpstreamPool;
+use serde_json::Value as Json;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use crate::control::Control;
+use crate::error::{CompileError, RunError, RunErrorKind};
+use crate::event::Event;
+use crate::graph::Graph;
+use crate::history::History;
+use crate::run::{Executor, Run, RunStatus};
+
+/// Compiled graph tools and the upstream pool they call. Cheap to clone; runs many
+/// graphs at once.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    graphs: IndexMap<String, Arc<Graph>>,
+    pool: UpstreamPool,
+    limits: Limits,
+    next_run: AtomicU64,
+    /// Distinguishes run ids of this process from those of another one.
+    instance: u64,
+}
+
+/// A tool as the server lists it.
+pub struct ToolInfo<'a> {
+    pub graph: &'a Graph,
+}
+
+/// How to start a background run.
+#[derive(Default)]
+pub struct RunOptions {
+    pub control: Control,
+    /// Capacity of the event channel; slow observers that fall behind miss events
+    /// (they see a `Lagged` error) rather than slowing the run.
+    pub event_capacity: Option<usize>,
+}
+
+/// A run started with [`Engine::start`].
+pub struct RunHandle {
+    pub id: Arc<str>,
+    pub control: Control,
+    events: broadcast::Sender<Event>,
+    /// Subscribed before the run started, so no event is missed.
+    first: Option<broadcast::Receiver<Event>>,
+    task: JoinHandle<Run>,
+}
+
+impl RunHandle {
+    /// The events from the start of the run (first call) or from now (later calls).
+    pub fn events(&mut self) -> broadcast::Receiver<Event> {
+        self.first.take().unwrap_or_else(|| self.events.subscribe())
+    }
+
+    pub async fn wait(self) -> Run {
+        let id = self.id.clone();
+        match self.task.await {
+            Ok(run) => run,
+            Err(e) => Run {
+                id,
+                tool: "".into(),
+                status: RunStatus::Failed,
+                result: Err(RunError::new(RunErrorKind::Stopped, None, format!("the run's task ended abnormally: {e}"))),
+                history: History::default(),
+            },
+        }
+    }
+}
+
+impl Engine {
+    /// Compiles every tool of `config`.
+    pub fn new(config: &Config, pool: UpstreamPool) -> Result<Engine, CompileError> {
+        let graphs = config
+            .tools
+            .iter()
+            .map(|t| Ok((t.name.clone(), Arc::new(Graph::compile(t, config.execution_limits.as_ref())?))))
+            .collect::<Result<_, CompileError>>()?;
+        let instance = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ u64::from(std::process::id());
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                graphs,
+                pool,
+                limits: Limits::default(),
+                next_run: AtomicU64::new(1),
+                instance,
+            }),
+        })
+    }
+
+    pub fn graphs(&self) -> impl Iterator<Item = &Arc<Graph>> {
+        self.inner.graphs.values()
+    }
+
+    pub fn graph(&self, tool: &str) -> Option<&Arc<Graph>> {
+        self.inner.graphs.get(tool)
+    }
+
+    pub fn pool(&self) -> &UpstreamPool {
+        &self.inner.pool
+    }
+
+    fn next_id(&self) -> Arc<str> {
+        let n = self.inner.next_run.fetch_add(1, Ordering::Relaxed);
+        format!("{:08x}-{n}", self.inner.instance as u32).into()
+    }
+
+    /// Runs `tool` to the end on the current task.
+    pub async fn run(&self, tool: &str, args: Json) -> Run {
+        self.run_with(tool, args, &Control::new(), None).await
+    }
+
+    async fn run_with(
+        &self,
+        tool: &str,
+        args: Json,
+        control: &Control,
+        events: Option<&broadcast::Sender<Event>>,
+    ) -> Run {
+        self.run_as(self.next_id(), tool, args, control, events).await
+    }
+
+    async fn run_as(
+        &self,
+        id: Arc<str>,
+        tool: &str,
+        args: Json,
+        control: &Control,
+        events: Option<&broadcast::Sender<Event>>,
+    ) -> Run {
+        let Some(graph) = self.inner.graphs.get(tool) else {
+            let known: Vec<&str> = self.inner.graphs.keys().map(String::as_str).collect();
+            return Run {
+                id,
+                tool: tool.into(),
+                status: RunStatus::Failed,
+                result: Err(RunError::new(
+                    RunErrorKind::UnknownTool,
+                    None,
+                    format!("no tool named `{tool}`; the config has: {}", known.join(", ")),
+                )),
+                history: History::default(),
+            };
+        };
+        let tool: Arc<str> = graph.name().into();
+        if let Some(tx) = events {
+            let _ = tx.send(Event::RunStarted { run_id: id.clone(), tool: tool.clone() });
+        }
+        let exec = Executor {
+            graph,
+            pool: &self.inner.pool,
+            control,
+            events,
+            limits: &self.inner.limits,
+        };
+        let (result, history) = exec.execute(args).await;
+        let status = match &result {
+            Ok(_) => RunStatus::Succeeded,
+            Err(e) if e.kind == RunErrorKind::Stopped => RunStatus::Stopped,
+            Err(_) => RunStatus::Failed,
+        };
+        if let Some(tx) = events {
+            let _ = tx.send(Event::RunFinished { status });
+        }
+        Run { id, tool, status, result, history }
+    }
+
+    /// Starts `tool` in the background under `options.control`.
+    pub fn start(&self, tool: &str, args: Json, options: RunOptions) -> RunHandle {
+        let (tx, rx) = broadcast::channel(options.event_capacity.unwrap_or(1024).max(1));
+        let id = self.next_id();
+        let control = options.control;
+        let task = {
+            let engine = self.clone();
+            let tool = tool.to_owned();
+            let control = control.clone();
+            let tx = tx.clone();
+            let id = id.clone();
+            tokio::spawn(async move { engine.run_as(id, &tool, args, &control, Some(&tx)).await })
+        };
+        RunHandle { id, control, events: tx, first: Some(rx), task }
+    }
+}

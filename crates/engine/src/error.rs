@@ -1,0 +1,74 @@
+use thiserror::Error;
+
+/// A graph that cannot be built from its config (the config crate validates first, so this
+/// is rare: it names the tool and node).
+#[derive(Debug, Error)]
+#[error("tool `{tool}`, node `{node}`: {message}")]
+pub struct CompileError {
+    pub tool: String,
+    pub node: String,
+    pub message: String,
+}
+
+/// Why a run failed. Always names the node it failed at, when there is one.
+#[derive(Debug, Clone, Error, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[error("{}", self.render())]
+pub struct RunError {
+    pub kind: RunErrorKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    pub message: String,
+    /// A JSONata error code (e.g. `T2001`) when an expression failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunErrorKind {
+    /// No such tool in the config.
+    UnknownTool,
+    /// `maxNodeExecutions` or `maxExecutionTimeMs` reached.
+    Limit,
+    /// A JSONata or JSON Logic expression failed.
+    Expression,
+    /// The upstream answered `isError: true`.
+    ToolError,
+    /// The upstream could not be reached, crashed or timed out.
+    Upstream,
+    /// Stopped through [`crate::Control::stop`].
+    Stopped,
+}
+
+impl RunError {
+    pub(crate) fn new(kind: RunErrorKind, node_id: Option<&str>, message: impl Into<String>) -> Self {
+        RunError {
+            kind,
+            node_id: node_id.map(str::to_owned),
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    pub(crate) fn expression(node_id: &str, err: mcpflow_expr::ExprError) -> Self {
+        let code = err.code.clone();
+        RunError {
+            kind: RunErrorKind::Expression,
+            node_id: Some(node_id.to_owned()),
+            message: err.to_string(),
+            code,
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut s = match &self.node_id {
+            Some(node) => format!("node `{node}`: {}", self.message),
+            None => self.message.clone(),
+        };
+        if let Some(code) = &self.code {
+            s.push_str(&format!(" [{code}]"));
+        }
+        s
+    }
+}

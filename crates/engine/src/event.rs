@@ -1,0 +1,22 @@
+use std::sync::Arc;
+
+use crate::history::Record;
+use crate::run::RunStatus;
+
+/// What a run tells its observers, in order.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Event {
+    #[serde(rename_all = "camelCase")]
+    RunStarted { run_id: Arc<str>, tool: Arc<str> },
+    #[serde(rename_all = "camelCase")]
+    NodeStarted { index: usize, node_id: Arc<str>, node_type: &'static str },
+    /// The record of a node that finished, successfully or not (`record.error`).
+    NodeFinished { record: Record },
+    /// The run is paused before `node_id` (a breakpoint, a pause request or a step).
+    #[serde(rename_all = "camelCase")]
+    Paused { index: usize, node_id: Arc<str>, reason: &'static str },
+    Resumed,
+    #[serde(rename_all = "camelCase")]
+    RunFinished { status: RunStatus },
+}

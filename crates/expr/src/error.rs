@@ -1,0 +1,55 @@
+use std::fmt;
+
+/// An expression failed to compile or to evaluate.
+///
+/// `code` is the JSONata error code (`S0203`, `T2001`, `D1012`…) for JSONata errors, and one of
+/// ours (`L…` for JSON Logic, `H…` for the history functions) otherwise. `position` is the
+/// character offset in the expression source where the error was detected, when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExprError {
+    pub message: String,
+    pub code: Option<String>,
+    pub position: Option<usize>,
+}
+
+impl ExprError {
+    /// An error with a code of ours and no position.
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        ExprError {
+            message: message.into(),
+            code: Some(code.to_owned()),
+            position: None,
+        }
+    }
+
+    /// The same error, its message prefixed with where it happened (a rule path, an argument
+    /// pointer).
+    pub fn context(mut self, prefix: impl fmt::Display) -> Self {
+        self.message = format!("{prefix}: {}", self.message);
+        self
+    }
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        match (&self.code, self.position) {
+            (Some(code), Some(pos)) => write!(f, " [{code} at {pos}]"),
+            (Some(code), None) => write!(f, " [{code}]"),
+            (None, Some(pos)) => write!(f, " [at {pos}]"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+impl From<jlens_core::Error> for ExprError {
+    fn from(e: jlens_core::Error) -> Self {
+        ExprError {
+            message: e.message(),
+            code: Some(e.code().to_owned()),
+            position: e.position(),
+        }
+    }
+}
+
+impl std::error::Error for ExprError {}

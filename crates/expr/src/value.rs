@@ -1,0 +1,114 @@
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_json::Value as Json;
+
+/// A JSON value as the engine keeps it: converted once (when a node produces it), shared by the
+/// history and the context, cloned for the price of a reference count.
+///
+/// jlens-core's own pre-converted form (`Document`) is not `Send` and cannot be assembled from
+/// parts, so an upstream output is kept as shared `serde_json` and read by the evaluator one
+/// level at a time, only where an expression reaches (see [`Context`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Value(Arc<Json>);
+
+impl Value {
+    pub fn from_json(v: Json) -> Self {
+        Value(Arc::new(v))
+    }
+
+    /// A deep copy as plain JSON.
+    pub fn to_json(&self) -> Json {
+        (*self.0).clone()
+    }
+
+    /// The JSON, borrowed: no copy.
+    pub fn as_json(&self) -> &Json {
+        &self.0
+    }
+
+    /// The JSON, moved out when this is the only reference, copied otherwise.
+    pub fn into_json(self) -> Json {
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+    }
+}
+
+impl From<Json> for Value {
+    fn from(v: Json) -> Self {
+        Value::from_json(v)
+    }
+}
+
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// The flat `{nodeId: latest output}` object that expressions see as `$` and `$$`.
+///
+/// Kept incrementally by the engine: [`Context::set`] replaces one entry and shares the output
+/// (no copy), so the cost of a node never depends on how long the history is. Keys keep the
+/// order in which nodes first produced an output, as the reference's rebuilt object does.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    entries: IndexMap<String, Value>,
+}
+
+impl Context {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces one node's entry; `None` (undefined) removes the key.
+    pub fn set(&mut self, node_id: &str, output: Option<Value>) {
+        match output {
+            Some(v) => match self.entries.get_mut(node_id) {
+                Some(slot) => *slot = v,
+                None => {
+                    self.entries.insert(node_id.to_owned(), v);
+                }
+            },
+            None => {
+                self.entries.shift_remove(node_id);
+            }
+        }
+    }
+
+    pub fn get(&self, node_id: &str) -> Option<&Value> {
+        self.entries.get(node_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The context as one JSON object (a copy: for display and debugging, not for evaluation).
+    pub fn to_json(&self) -> Json {
+        Json::Object(
+            self.entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect(),
+        )
+    }
+
+    /// A context whose entries are the fields of `object` (anything else gives an empty one).
+    pub fn from_json(object: Json) -> Self {
+        let mut ctx = Context::new();
+        if let Json::Object(map) = object {
+            for (k, v) in map {
+                ctx.set(&k, Some(Value::from_json(v)));
+            }
+        }
+        ctx
+    }
+}

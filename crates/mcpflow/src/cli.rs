@@ -1,0 +1,118 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// mcpflow: an MCP server whose tools are graphs of calls to other MCP servers.
+#[derive(Parser, Debug)]
+#[command(name = "mcpflow", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// Serve CONFIG over stdio (a drop-in for `mcpgraph -g CONFIG`).
+    #[arg(short = 'g', long = "graph", value_name = "CONFIG")]
+    graph: Option<PathBuf>,
+    /// An `mcp.json` whose `mcpServers` are merged in (the config wins on a name clash).
+    #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON", requires = "graph")]
+    mcp: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Sub>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Sub {
+    /// Serve the config's tools over MCP (stdio).
+    Serve(ServeArgs),
+    /// Run one tool once and print its result as JSON.
+    Run(RunArgs),
+    /// Check a config; print a summary, or every error with file:line:col.
+    Validate(ConfigArgs),
+    /// Evaluate a JSONata expression (or a JSON Logic rule with --logic).
+    Eval(EvalArgs),
+    /// Print the JSON Schema of the config file format.
+    Schema,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConfigArgs {
+    /// The graph config (YAML).
+    pub config: PathBuf,
+    /// An `mcp.json` whose `mcpServers` are merged in (the config wins on a name clash).
+    #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
+    pub mcp: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The graph config (YAML).
+    pub config: PathBuf,
+    /// The tool to run.
+    pub tool: String,
+    /// The tool's arguments as a JSON object (`@file.json` reads a file).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// An `mcp.json` whose `mcpServers` are merged in.
+    #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
+    pub mcp: Option<PathBuf>,
+    /// Print `{"result": …, "history": […]}` instead of the result alone.
+    #[arg(long)]
+    pub history: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// A JSONata expression, or with --logic a JSON Logic rule (JSON).
+    pub expr: String,
+    /// Evaluate a JSON Logic rule; `{"var": "…"}` strings are JSONata, as in switch nodes.
+    #[arg(long)]
+    pub logic: bool,
+    /// With --logic: standard jsonlogic.com semantics (`var` is a dotted path).
+    #[arg(long, requires = "logic")]
+    pub classic: bool,
+    /// The input document as JSON (`@file.json` reads a file).
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+    /// Variables bound as `$name`, as a JSON object.
+    #[arg(long, value_name = "JSON", conflicts_with = "logic")]
+    pub bindings: Option<String>,
+}
+
+pub enum Command {
+    Serve(ServeArgs),
+    Run(RunArgs),
+    Validate(ConfigArgs),
+    Eval(EvalArgs),
+    Schema,
+}
+
+impl Cli {
+    pub fn into_command(self) -> Result<Command, String> {
+        match (self.command, self.graph) {
+            (Some(Sub::Serve(a)), _) => Ok(Command::Serve(a)),
+            (Some(Sub::Run(a)), _) => Ok(Command::Run(a)),
+            (Some(Sub::Validate(a)), _) => Ok(Command::Validate(a)),
+            (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
+            (Some(Sub::Schema), _) => Ok(Command::Schema),
+            (None, Some(config)) => Ok(Command::Serve(ServeArgs {
+                config: ConfigArgs { config, mcp: self.mcp },
+            })),
+            (None, None) => Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into()),
+        }
+    }
+}
+
+/// Reads a JSON argument given inline or as `@path`.
+pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, String> {
+    let owned;
+    let text = match text.strip_prefix('@') {
+        Some(path) => {
+            owned = std::fs::read_to_string(path).map_err(|e| format!("{what}: cannot read {path}: {e}"))?;
+            owned.as_str()
+        }
+        None => text,
+    };
+    serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}

@@ -1,0 +1,63 @@
+//! The `mcpflow` binary: a thin shell that wires config, engine, upstream and server.
+//!
+//! Exit codes: 0 success, 1 a run or evaluation failed, 2 the config or the command line is
+//! invalid. Logs go to stderr (`MCPFLOW_LOG`, e.g. `MCPFLOW_LOG=debug`); stdout carries only
+//! results, or the MCP stdio transport.
+
+mod cli;
+mod eval;
+mod load;
+mod run;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = match cli.into_command() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&command);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpflow: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match command {
+            Command::Serve(args) => serve::serve(args).await,
+            Command::Run(args) => run::run(args).await,
+            Command::Validate(args) => load::validate(args),
+            Command::Eval(args) => eval::eval(args),
+            Command::Schema => {
+                println!("{}", serde_json::to_string_pretty(&mcpflow_config::schema()).unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+        }
+    })
+}
+
+fn init_logging(command: &Command) {
+    use tracing_subscriber::EnvFilter;
+    // Serving is long-lived, so say more by default; one-shot commands stay quiet.
+    let default = match command {
+        Command::Serve(_) => "info",
+        _ => "warn",
+    };
+    let filter = EnvFilter::try_from_env("MCPFLOW_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}

@@ -1,0 +1,69 @@
+use std::process::ExitCode;
+
+use mcpflow_server::ArgsValidator;
+use serde_json::json;
+
+use crate::cli::{ConfigArgs, RunArgs, json_arg};
+use crate::load::load;
+
+/// `mcpflow run`: one run, its result (and history) as JSON on stdout.
+pub async fn run(args: RunArgs) -> ExitCode {
+    let config = ConfigArgs { config: args.config.clone(), mcp: args.mcp.clone() };
+    let (loaded, engine) = match load(&config) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let input = match json_arg("--args", &args.args) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(tool) = loaded.config.tools.iter().find(|t| t.name == args.tool) else {
+        let names: Vec<&str> = loaded.config.tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!("mcpflow: no tool named `{}`; the config has: {}", args.tool, names.join(", "));
+        return ExitCode::from(2);
+    };
+    match ArgsValidator::new(&tool.input_schema).map(|v| v.check(&input)) {
+        Ok(Ok(())) => {}
+        Ok(Err(errors)) => {
+            eprintln!("mcpflow: invalid arguments for `{}`: {}", args.tool, errors.join("; "));
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("mcpflow: tool `{}` has an invalid inputSchema: {e}", args.tool);
+            return ExitCode::from(2);
+        }
+    }
+    let run = engine.run(&args.tool, input).await;
+    engine.pool().shutdown().await;
+    let code = match &run.result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpflow: tool `{}` failed: {e}", args.tool);
+            ExitCode::FAILURE
+        }
+    };
+    let result = run.output().map(|v| v.to_json());
+    let out = if args.history {
+        let mut o = json!({"result": result, "history": run.history});
+        if let Err(e) = &run.result {
+            o["error"] = json!(e);
+        }
+        o
+    } else {
+        match result {
+            Some(v) => v,
+            None => return code,
+        }
+    };
+    match serde_json::to_string_pretty(&out) {
+        Ok(s) => println!("{s}"),
+        Err(e) => {
+            eprintln!("mcpflow: cannot print the result: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    code
+}

@@ -1,0 +1,35 @@
+//! mcpflow server: serves the engine's graph tools over MCP.
+//!
+//! ```ignore
+//! let server = GraphServer::new(&loaded.config, engine)?;
+//! mcpflow_server::serve_stdio(server).await?;   // until the client closes stdin
+//! ```
+//!
+//! This crate owns everything MCP-facing: the tool list (with the full input and output
+//! schemas, which mcpGraph strips), argument validation against `inputSchema` (errors name the
+//! JSON pointer), and turning a [`Run`](mcpflow_engine::Run) into a `CallToolResult`. Only this
+//! crate knows JSON-RPC framing and transports; the engine never does.
+
+mod args;
+mod error;
+mod handler;
+mod result;
+
+pub use args::ArgsValidator;
+pub use error::ServerError;
+pub use handler::GraphServer;
+pub use result::tool_result;
+
+/// Serves `server` on stdin/stdout until the client disconnects.
+pub async fn serve_stdio(server: GraphServer) -> Result<(), ServerError> {
+    use rmcp::ServiceExt;
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServerError::Transport(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServerError::Transport(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,32 @@
+use mcpflow_engine::Run;
+use rmcp::model::{CallToolResult, Content};
+use serde_json::Value;
+
+use crate::args::ArgsValidator;
+
+/// The MCP answer for a finished run: `{content: [text JSON], structuredContent}` on success
+/// (structuredContent only for an object, as MCP requires), `isError` with the message on failure.
+pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallToolResult {
+    match &run.result {
+        Ok(value) => {
+            let json = value.to_json();
+            if let Some(v) = output_schema
+                && let Err(errors) = v.check(&json)
+            {
+                return CallToolResult::error(vec![Content::text(format!(
+                    "tool `{}` produced a result that does not match its outputSchema: {}; result: {json}",
+                    run.tool,
+                    errors.join("; ")
+                ))]);
+            }
+            match json {
+                Value::Object(_) => CallToolResult::structured(json),
+                other => CallToolResult::success(vec![Content::text(other.to_string())]),
+            }
+        }
+        Err(e) => {
+            let place = if e.node_id.is_some() { " at" } else { ":" };
+            CallToolResult::error(vec![Content::text(format!("tool `{}` failed{place} {e}", run.tool))])
+        }
+    }
+}
