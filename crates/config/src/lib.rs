@@ -1,4 +1,54 @@
-//! mcpflow config: types, YAML loading with positions, validation, JSON Schema.
-//! SKELETON: the config helper completes this crate.
+//! mcpflow-config loads a config file (mcpGraph's YAML graph format plus mcpflow's keys) into
+//! typed [`Config`] values, and reports every problem of the file at once with its
+//! `file:line:col`.
+//!
+//! ```no_run
+//! use std::path::Path;
+//!
+//! match mcpflow_config::load(Path::new("graph.yaml"), Some(Path::new("mcp.json"))) {
+//!     Ok(loaded) => {
+//!         for w in &loaded.warnings {
+//!             eprintln!("warning: {w}");
+//!         }
+//!         println!("{} tools", loaded.config.tools.len());
+//!         // Where the engine's errors should point:
+//!         let pos = loaded.locate("/tools/0/nodes/2");
+//!         # let _ = pos;
+//!     }
+//!     // One `file:line:col: message` (and a hint) per problem, then "3 errors".
+//!     Err(errors) => eprintln!("{errors}"),
+//! }
+//! ```
+//!
+//! What loading checks, in order, collecting everything it finds:
+//! - YAML syntax, duplicate keys, and input budgets (size, nesting depth, alias expansion);
+//! - structure, against the JSON Schema generated from the types ([`schema()`]): unknown keys
+//!   (with a "did you mean"), missing keys, wrong types, limits that are not positive integers;
+//! - `${VAR}` references in server settings ([`interpolate`]): an unset variable is an error;
+//! - the graphs: one entry and one exit per tool, unique node ids and tool names, every `next`
+//!   and every mcp `server` defined, the exit reachable from the entry (unreachable nodes are
+//!   warnings), tool schemas that compile, and the syntax of every JSONata expression and JSON
+//!   Logic rule.
+//!
+//! Leniency kept for files written for mcpGraph: a stdio server's `args` may be omitted (empty),
+//! a number written `1.0` is the integer 1 (as in JavaScript). Stricter than mcpGraph: unknown
+//! keys, duplicate keys and duplicate node ids are errors.
+
+mod error;
+pub mod interpolate;
+mod load;
 pub mod model;
+mod place;
+mod schema;
+mod source;
+mod structure;
+mod suggest;
+mod validate;
+mod yaml;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use load::{Loaded, Loader, load, load_str, node_pointer};
 pub use model::*;
+pub use schema::schema;
+pub use source::{SourceMap, SourcePos};
+pub use yaml::{MAX_ALIAS_REPLAY, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES};

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use mcpflow_expr::{Context, Limits, Scope, Value, truthy};
+use mcpflow_expr::{Context, ExprError, Limits, Logic, Scope, Value, truthy};
 use mcpflow_upstream::UpstreamPool;
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -119,54 +119,49 @@ impl Executor<'_> {
             });
 
             let node_start = started.elapsed();
-            let mut input = None;
-            let outcome: Result<(Option<Value>, Option<usize>), RunError> = {
+            // Expressions are evaluated synchronously; only an upstream call awaits, after the
+            // scope (which borrows the history) is gone.
+            let evaluated: Result<Outcome, RunError> = {
                 let scope = Scope { context, history: &*history, limits: self.limits };
                 match &step.kind {
-                    StepKind::Entry { next } => Ok((args.take(), Some(*next))),
+                    StepKind::Entry { next } => Ok(Outcome::Done(args.take(), Some(*next))),
                     StepKind::Exit => {
                         let last = history.last().and_then(|r| r.output.clone());
                         let out = match last {
                             Some(v) if !js_falsy(&v) => v,
                             _ => Value::from_json(Json::Object(Default::default())),
                         };
-                        Ok((Some(out), None))
+                        Ok(Outcome::Done(Some(out), None))
                     }
                     StepKind::Transform { expr, next } => expr
                         .evaluate(&scope)
-                        .map(|v| (v, Some(*next)))
+                        .map(|v| Outcome::Done(v, Some(*next)))
                         .map_err(|e| RunError::expression(id, e)),
                     StepKind::Switch { conditions, default } => {
-                        let mut target = Ok(*default);
-                        for (logic, next) in conditions {
-                            match logic.evaluate(&scope) {
-                                Ok(v) if truthy(&v) => {
-                                    target = Ok(*next);
-                                    break;
-                                }
-                                Ok(_) => {}
-                                Err(e) => {
-                                    target = Err(RunError::expression(id, e));
-                                    break;
-                                }
-                            }
-                        }
-                        target.map(|t| {
+                        route(conditions, *default, &scope).map_err(|e| RunError::expression(id, e)).map(|t| {
                             let routed = Json::String(graph.nodes[t].id.to_string());
-                            (Some(Value::from_json(routed)), Some(t))
+                            Outcome::Done(Some(Value::from_json(routed)), Some(t))
                         })
                     }
-                    StepKind::Mcp { server, tool, args: template, next } => {
-                        match template.render(&scope) {
-                            Err(e) => Err(RunError::expression(id, e)),
-                            Ok(rendered) => {
-                                let rendered = rendered.unwrap_or(Json::Object(Default::default()));
-                                input = Some(rendered.clone());
-                                self.call(id, server, tool, rendered).await.map(|v| (v, Some(*next)))
-                            }
-                        }
-                    }
+                    StepKind::Mcp { server, tool, args: template, next } => template
+                        .render(&scope)
+                        .map(|rendered| Outcome::Call {
+                            server,
+                            tool,
+                            args: rendered.unwrap_or(Json::Object(Default::default())),
+                            next: *next,
+                        })
+                        .map_err(|e| RunError::expression(id, e)),
                 }
+            };
+            let mut input = None;
+            let outcome = match evaluated {
+                Ok(Outcome::Done(out, next)) => Ok((out, next)),
+                Ok(Outcome::Call { server, tool, args, next }) => {
+                    input = Some(args.clone());
+                    self.call(id, server, tool, args).await.map(|v| (v, Some(next)))
+                }
+                Err(e) => Err(e),
             };
             let node_end = started.elapsed();
             match outcome {
@@ -234,4 +229,19 @@ fn js_falsy(v: &Value) -> bool {
         Json::String(s) => s.is_empty(),
         _ => false,
     }
+}
+
+enum Outcome<'g> {
+    Done(Option<Value>, Option<usize>),
+    Call { server: &'g str, tool: &'g str, args: Json, next: usize },
+}
+
+/// The first condition whose rule is truthy, else the default.
+fn route(conditions: &[(Logic, usize)], default: usize, scope: &Scope<'_>) -> Result<usize, ExprError> {
+    for (logic, next) in conditions {
+        if truthy(&logic.evaluate(scope)?) {
+            return Ok(*next);
+        }
+    }
+    Ok(default)
 }

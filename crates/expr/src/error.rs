@@ -5,7 +5,8 @@ use std::fmt;
 /// `code` is the JSONata error code (`S0203`, `T2001`, `D1012`…) for JSONata errors, and one of
 /// ours (`L…` for JSON Logic, `H…` for the history functions) otherwise. `position` is the
 /// character offset in the expression source where the error was detected, when known.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.render())]
 pub struct ExprError {
     pub message: String,
     pub code: Option<String>,
@@ -30,14 +31,14 @@ impl ExprError {
     }
 }
 
-impl fmt::Display for ExprError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
+impl ExprError {
+    /// The message, followed by the code and the position when known.
+    fn render(&self) -> String {
         match (&self.code, self.position) {
-            (Some(code), Some(pos)) => write!(f, " [{code} at {pos}]"),
-            (Some(code), None) => write!(f, " [{code}]"),
-            (None, Some(pos)) => write!(f, " [at {pos}]"),
-            (None, None) => Ok(()),
+            (Some(code), Some(pos)) => format!("{} [{code} at {pos}]", self.message),
+            (Some(code), None) => format!("{} [{code}]", self.message),
+            (None, Some(pos)) => format!("{} [at {pos}]", self.message),
+            (None, None) => self.message.clone(),
         }
     }
 }
@@ -51,5 +52,3 @@ impl From<jlens_core::Error> for ExprError {
         }
     }
 }
-
-impl std::error::Error for ExprError {}

@@ -72,7 +72,8 @@ pub(crate) fn with_history<R>(history: &dyn HistoryView, f: impl FnOnce() -> R) 
     // SAFETY: only the trait object's lifetime bound is changed (same fat-pointer layout). The
     // pointer is published for the duration of this call, during which `history` is borrowed,
     // and is withdrawn by `Restore` before the borrow ends, even on unwind.
-    let erased: Erased = unsafe { std::mem::transmute::<NonNull<dyn HistoryView + '_>, Erased>(ptr) };
+    let erased: Erased =
+        unsafe { std::mem::transmute::<NonNull<dyn HistoryView + '_>, Erased>(ptr) };
     let _restore = Restore {
         previous: ACTIVE.with(|a| a.replace(Some(erased))),
         _borrow: PhantomData::<&()>,
@@ -106,12 +107,13 @@ fn node_id(arg: Option<&Option<Json>>) -> Option<&str> {
     arg?.as_ref()?.as_str()
 }
 
-/// `$previousNode(n = 1)`: the output of record `cur - n`, null when there is none.
-pub(crate) fn previous_node(h: &dyn HistoryView, n: Option<i64>) -> Json {
+/// `$previousNode(n = 1)`: the output of record `cur - n`, null when there is no such
+/// record (undefined when the record's output is).
+pub(crate) fn previous_node(h: &dyn HistoryView, n: Option<i64>) -> Option<Json> {
     let cur = h.len() as i64;
     match n {
-        Some(n) if n >= 1 && n <= cur => output_json(h, (cur - n) as usize),
-        _ => Json::Null,
+        Some(n) if n >= 1 && n <= cur => h.output((cur - n) as usize).map(Value::to_json),
+        _ => Some(Json::Null),
     }
 }
 
@@ -121,16 +123,20 @@ pub(crate) fn execution_count(h: &dyn HistoryView, id: Option<&str>) -> Json {
 }
 
 /// `$nodeExecution(id, i)`: the output of its `i`-th run, negative from the end, null out of
-/// range.
-pub(crate) fn node_execution(h: &dyn HistoryView, id: Option<&str>, i: Option<i64>) -> Json {
+/// range (undefined when that run's output is).
+pub(crate) fn node_execution(
+    h: &dyn HistoryView,
+    id: Option<&str>,
+    i: Option<i64>,
+) -> Option<Json> {
     let (Some(id), Some(i)) = (id, i) else {
-        return Json::Null;
+        return Some(Json::Null);
     };
     let runs = h.executions(id);
     let pos = if i < 0 { runs.len() as i64 + i } else { i };
     match usize::try_from(pos).ok().and_then(|p| runs.get(p)) {
-        Some(&record) => output_json(h, record),
-        None => Json::Null,
+        Some(&record) => h.output(record).map(Value::to_json),
+        None => Some(Json::Null),
     }
 }
 
@@ -143,39 +149,81 @@ pub(crate) fn node_executions(h: &dyn HistoryView, id: Option<&str>) -> Json {
 /// The four functions, built once and shared by every evaluation.
 pub(crate) static FUNCTIONS: LazyLock<Bindings> = LazyLock::new(|| bind(Bindings::new()));
 
+/// The history functions: name and signature (mcpGraph's, so that a wrong argument fails
+/// with the same `T0410`).
+pub(crate) const SIGNATURES: [(&str, &str); 4] = [
+    ("previousNode", "<n?:o>"),
+    ("executionCount", "<s:n>"),
+    ("nodeExecution", "<s-n:o>"),
+    ("nodeExecutions", "<s:a>"),
+];
+
+/// Calls history function `name` with evaluated arguments (as the host functions receive
+/// them, and as a call hoisted out of an expression passes its literal arguments).
+pub(crate) fn call(name: &str, args: &[Option<Json>], h: &dyn HistoryView) -> Option<Json> {
+    let id = || node_id(args.first());
+    match name {
+        "previousNode" => {
+            let n = match args.first() {
+                None | Some(None) => Some(1),
+                arg => integer(arg),
+            };
+            previous_node(h, n)
+        }
+        "executionCount" => Some(execution_count(h, id())),
+        "nodeExecution" => node_execution(h, id(), integer(args.get(1))),
+        "nodeExecutions" => Some(node_executions(h, id())),
+        _ => None,
+    }
+}
+
 /// `bindings` with the history functions added.
 pub(crate) fn bind(bindings: Bindings) -> Bindings {
-    bindings
-        .function(
-            "previousNode",
-            HostFunction::new(1, |args, _| {
-                let n = match args.first() {
-                    None | Some(None) => Some(1),
-                    arg => integer(arg),
-                };
-                read(|h| Some(previous_node(h, n)))
-            })
-            .without_input(),
-        )
-        .function(
-            "executionCount",
-            HostFunction::new(1, |args, _| {
-                read(|h| Some(execution_count(h, node_id(args.first()))))
-            })
-            .without_input(),
-        )
-        .function(
-            "nodeExecution",
-            HostFunction::new(2, |args, _| {
-                read(|h| Some(node_execution(h, node_id(args.first()), integer(args.get(1)))))
-            })
-            .without_input(),
-        )
-        .function(
-            "nodeExecutions",
-            HostFunction::new(1, |args, _| {
-                read(|h| Some(node_executions(h, node_id(args.first()))))
-            })
-            .without_input(),
-        )
+    SIGNATURES.iter().fold(bindings, |b, &(name, signature)| {
+        let function =
+            HostFunction::with_signature(signature, move |args, _| read(|h| call(name, args, h)));
+        match function {
+            Ok(f) => b.function(name, f.without_input()),
+            // The signatures are constants that parse; a failure is a bug caught by tests.
+            Err(e) => panic!("history function signature {signature}: {e}"),
+        }
+    })
+}
+
+/// A history kept in memory: what tests, benchmarks and one-off evaluations use. The engine
+/// has its own.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryHistory {
+    outputs: Vec<Option<Value>>,
+    by_node: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl MemoryHistory {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a record of `node_id` with its output (`None`: undefined).
+    pub fn push(&mut self, node_id: &str, output: Option<Value>) {
+        let index = self.outputs.len();
+        self.outputs.push(output);
+        match self.by_node.get_mut(node_id) {
+            Some(runs) => runs.push(index),
+            None => {
+                self.by_node.insert(node_id.to_owned(), vec![index]);
+            }
+        }
+    }
+}
+
+impl HistoryView for MemoryHistory {
+    fn len(&self) -> usize {
+        self.outputs.len()
+    }
+    fn output(&self, index: usize) -> Option<&Value> {
+        self.outputs.get(index)?.as_ref()
+    }
+    fn executions(&self, node_id: &str) -> &[usize] {
+        self.by_node.get(node_id).map_or(&[], Vec::as_slice)
+    }
 }

@@ -12,7 +12,6 @@ use crate::Context;
 pub(crate) enum Input<'a> {
     Context(&'a Context),
     Json(&'a Json),
-    Undefined,
 }
 
 impl<'a> Source<'a> for Input<'a> {
@@ -20,7 +19,6 @@ impl<'a> Source<'a> for Input<'a> {
         match *self {
             Input::Context(ctx) => sink.object(ContextObject(ctx)),
             Input::Json(json) => write(json, sink),
-            Input::Undefined => {}
         }
         Ok(())
     }

@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use jlens_core::{Bindings, Expression, Options};
@@ -6,6 +7,10 @@ use serde_json::{Map, Value as Json};
 use crate::history::{self, NoHistory};
 use crate::input::Input;
 use crate::{Context, ExprError, HistoryView, Value};
+
+mod plan;
+
+use plan::{Hoisted, Plan};
 
 /// Evaluation limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,22 +56,31 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// A compiled JSONata expression.
+/// A compiled JSONata expression. Cloning shares it.
 #[derive(Clone, Debug)]
 pub struct Jsonata {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    /// As written: its errors and positions are the ones reported.
     expr: Expression,
+    plan: Plan,
 }
 
 impl Jsonata {
     pub fn compile(src: &str) -> Result<Self, ExprError> {
+        let expr = Expression::compile(src)?;
+        let plan = Plan::new(&expr);
         Ok(Jsonata {
-            expr: Expression::compile(src)?,
+            inner: Arc::new(Inner { expr, plan }),
         })
     }
 
     /// The source text.
     pub fn source(&self) -> &str {
-        self.expr.source()
+        self.inner.expr.source()
     }
 
     /// Evaluates against the context (`$`, `$$`) with the history functions bound.
@@ -86,13 +100,14 @@ impl Jsonata {
         bindings: &Map<String, Json>,
         limits: &Limits,
     ) -> Result<Option<Json>, ExprError> {
-        let vars: Bindings = history::bind(Bindings::new());
         let vars = bindings
             .iter()
-            .fold(vars, |b, (k, v)| b.var(k.clone(), v.clone()));
+            .fold(history::FUNCTIONS.clone(), |b, (k, v)| {
+                b.var(k.clone(), v.clone())
+            });
         let options = limits.options();
         history::with_history(&NoHistory, || {
-            self.expr.evaluate_with(input, &vars, &options)
+            self.inner.expr.evaluate_with(input, &vars, &options)
         })
         .map_err(ExprError::from)
     }
@@ -103,11 +118,64 @@ impl Jsonata {
         history: &dyn HistoryView,
         limits: &Limits,
     ) -> Result<Option<Json>, ExprError> {
-        let options = limits.options();
-        history::with_history(history, || {
-            self.expr
-                .evaluate_source(&input, &history::FUNCTIONS, &options)
-        })
-        .map_err(ExprError::from)
+        match &self.inner.plan {
+            Plan::Path(steps) => {
+                if let Some(found) = plan::lookup(input, steps) {
+                    return Ok(found.cloned());
+                }
+                self.run(
+                    &self.inner.expr,
+                    input,
+                    &history::FUNCTIONS,
+                    history,
+                    limits,
+                )
+            }
+            Plan::Engine => self.run(
+                &self.inner.expr,
+                input,
+                &history::FUNCTIONS,
+                history,
+                limits,
+            ),
+            Plan::Hoisted { expr, calls } => {
+                let bindings = hoisted_bindings(calls, history);
+                self.run(expr, input, &bindings, history, limits)
+                    // The rewritten expression reports positions in its own text: evaluate the
+                    // one as written for the error to point at the user's source.
+                    .or_else(|_| {
+                        self.run(
+                            &self.inner.expr,
+                            input,
+                            &history::FUNCTIONS,
+                            history,
+                            limits,
+                        )
+                    })
+            }
+        }
     }
+
+    fn run(
+        &self,
+        expr: &Expression,
+        input: Input<'_>,
+        bindings: &Bindings,
+        history: &dyn HistoryView,
+        limits: &Limits,
+    ) -> Result<Option<Json>, ExprError> {
+        let options = limits.options();
+        history::with_history(history, || expr.evaluate_source(&input, bindings, &options))
+            .map_err(ExprError::from)
+    }
+}
+
+/// The history functions, plus the values of the calls hoisted out of the expression.
+fn hoisted_bindings(calls: &[Hoisted], h: &dyn HistoryView) -> Bindings {
+    calls.iter().fold(history::FUNCTIONS.clone(), |b, call| {
+        match history::call(call.function, &call.args, h) {
+            Some(v) => b.var(call.var.clone(), v),
+            None => b,
+        }
+    })
 }

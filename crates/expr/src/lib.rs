@@ -1,120 +1,61 @@
-//! mcpflow expressions: JSONata (through `jlens-core`), JSON Logic with `var` read through
-//! JSONata, and mcpGraph's history functions. SKELETON: the expr helper replaces this file.
-#![allow(dead_code, unused_variables)]
+//! mcpflow's expression layer: JSONata (through `jlens-core`), JSON Logic whose `var` operands
+//! are JSONata, mcp argument templates, and mcpGraph's history functions
+//! (`$previousNode`, `$executionCount`, `$nodeExecution`, `$nodeExecutions`).
+//!
+//! ```
+//! use mcpflow_expr::{Context, Jsonata, Limits, Logic, MemoryHistory, Scope, Template, Value};
+//! use serde_json::json;
+//!
+//! // What the engine keeps as a run goes: the history, and the context built from it.
+//! let mut history = MemoryHistory::new();
+//! let mut ctx = Context::new();
+//! let entry = Value::from_json(json!({"value": "15"}));
+//! history.push("entry", Some(entry.clone()));
+//! ctx.set("entry", Some(entry));
+//!
+//! let limits = Limits::default();
+//! let scope = Scope::new(&ctx, &history, &limits);
+//!
+//! // transform: JSONata, with the history functions.
+//! let expr = Jsonata::compile("{'v': $.entry.value, 'runs': $executionCount('entry')}").unwrap();
+//! let out = expr.evaluate(&scope).unwrap().map(|v| v.to_json());
+//! assert_eq!(out, Some(json!({"v": "15", "runs": 1})));
+//!
+//! // switch: JSON Logic with JavaScript's loose comparison ("15" > 10), `var` as JSONata.
+//! let rule = Logic::compile(&json!({">": [{"var": "entry.value"}, 10]})).unwrap();
+//! assert!(mcpflow_expr::truthy(&rule.evaluate(&scope).unwrap()));
+//!
+//! // mcp args: literal JSON where `{"expr": ...}` is JSONata.
+//! let args = Template::compile(&json!({"n": {"expr": "$number(entry.value)"}, "mode": "r"})).unwrap();
+//! assert_eq!(args.render(&scope).unwrap(), Some(json!({"n": 15, "mode": "r"})));
+//! ```
+//!
+//! Everything is compiled once ([`Jsonata::compile`], [`Logic::compile`],
+//! [`Template::compile`]; syntax errors surface there) and evaluated many times against a
+//! [`Scope`]: the [`Context`] the engine keeps incrementally, a [`HistoryView`] of the run,
+//! and [`Limits`] (time and depth: a runaway expression fails with `D1012` or `D1011`, never
+//! with a stack overflow or a hang).
+//!
+//! Cost does not grow with the history: a node output is shared ([`Value`] is an `Arc`), the
+//! evaluator reads the context one level at a time and only where an expression reaches, a
+//! plain path such as `$.node.field` is looked up without the JSONata engine, and a history
+//! call with literal arguments (`$nodeExecution("n", -1)`) is computed once per evaluation
+//! from the history's per-node index.
+//!
+//! [`Jsonata::evaluate_json`] and [`Logic::compile_classic`] / [`Logic::evaluate_json`] are the
+//! plain-JSON entry points (CLI, conformance tests).
 
-use std::time::Duration;
+mod error;
+mod history;
+mod input;
+mod jsonata;
+mod logic;
+mod template;
+mod value;
 
-/// A JSON value in the expression engine's own form: converted once, cheap to clone.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Value(std::sync::Arc<serde_json::Value>);
-
-impl Value {
-    pub fn from_json(v: serde_json::Value) -> Self {
-        Value(std::sync::Arc::new(v))
-    }
-    pub fn to_json(&self) -> serde_json::Value {
-        (*self.0).clone()
-    }
-}
-
-impl serde::Serialize for Value {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-/// The flat `{nodeId: latest output}` object that expressions see as `$` and `$$`.
-#[derive(Clone, Debug, Default)]
-pub struct Context {}
-
-impl Context {
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Replaces one node's entry; `None` (undefined) removes the key.
-    pub fn set(&mut self, node_id: &str, output: Option<Value>) {
-        todo!()
-    }
-    pub fn get(&self, node_id: &str) -> Option<&Value> {
-        todo!()
-    }
-    pub fn to_json(&self) -> serde_json::Value {
-        todo!()
-    }
-}
-
-/// What the history functions read; the engine's history implements it.
-pub trait HistoryView {
-    /// Records so far (mcpGraph's `cur` when a node starts).
-    fn len(&self) -> usize;
-    /// Output of record `index`; `None` when undefined or out of range.
-    fn output(&self, index: usize) -> Option<&Value>;
-    /// Indices of the records of `node_id`, oldest first.
-    fn executions(&self, node_id: &str) -> &[usize];
-}
-
-/// Evaluation limits.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    pub timeout: Duration,
-    pub max_depth: usize,
-}
-
-/// Everything an evaluation reads.
-pub struct Scope<'a> {
-    pub context: &'a Context,
-    pub history: &'a dyn HistoryView,
-    pub limits: &'a Limits,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ExprError {
-    pub message: String,
-    pub code: Option<String>,
-    pub position: Option<usize>,
-}
-
-/// A compiled JSONata expression.
-#[derive(Clone, Debug)]
-pub struct Jsonata {}
-
-impl Jsonata {
-    pub fn compile(src: &str) -> Result<Self, ExprError> {
-        todo!()
-    }
-    pub fn evaluate(&self, scope: &Scope<'_>) -> Result<Option<Value>, ExprError> {
-        todo!()
-    }
-}
-
-/// A compiled JSON Logic rule whose `{var: "<string>"}` operands are JSONata.
-#[derive(Clone, Debug)]
-pub struct Logic {}
-
-impl Logic {
-    pub fn compile(rule: &serde_json::Value) -> Result<Self, ExprError> {
-        todo!()
-    }
-    pub fn evaluate(&self, scope: &Scope<'_>) -> Result<serde_json::Value, ExprError> {
-        todo!()
-    }
-}
-
-/// mcp node arguments: literal JSON where `{expr: "<string>"}` objects are JSONata.
-#[derive(Clone, Debug)]
-pub struct Template {}
-
-impl Template {
-    pub fn compile(args: &serde_json::Value) -> Result<Self, ExprError> {
-        todo!()
-    }
-    pub fn render(&self, scope: &Scope<'_>) -> Result<Option<serde_json::Value>, ExprError> {
-        todo!()
-    }
-}
-
-/// JavaScript truthiness.
-pub fn truthy(v: &serde_json::Value) -> bool {
-    todo!()
-}
+pub use error::ExprError;
+pub use history::{HistoryView, MemoryHistory, NoHistory};
+pub use jsonata::{Jsonata, Limits, Scope};
+pub use logic::{Logic, js_truthy, logic_truthy, truthy};
+pub use template::Template;
+pub use value::{Context, Value};

@@ -6,10 +6,11 @@ use crate::{ExprError, Jsonata, Scope};
 /// mcp node arguments: literal JSON where `{expr: "<string>"}` objects are JSONata.
 ///
 /// Only an object whose single key is `expr` with a string value is an expression; everything
-/// else, including a string such as `"$.entry.x"`, is sent as written. When an expression is
-/// undefined, an object key holding it is dropped, an array item holding it becomes `null` (what
-/// the reference's `JSON.stringify` sends), and a template that is itself one expression renders
-/// as `None`.
+/// else, including a string such as `"$.entry.x"`, is sent as written. An object with an `expr`
+/// key and other keys, or a non-string `expr`, is a compile error (the reference fails on it
+/// at run time). When an expression is undefined, an object key holding it is dropped, an
+/// array item holding it becomes `null` (what the reference's `JSON.stringify` sends), and a
+/// template that is itself one expression renders as `None`.
 #[derive(Clone, Debug)]
 pub struct Template {
     root: Part,
@@ -38,17 +39,42 @@ impl Template {
         !matches!(self.root, Part::Literal(_))
     }
 
+    /// Evaluates the expressions; an error names the JSON pointer of the failing one
+    /// (`args/path/0: ...`).
     pub fn render(&self, scope: &Scope<'_>) -> Result<Option<Json>, ExprError> {
-        render(&self.root, scope, &mut String::new())
+        render(&self.root, scope).map_err(|(err, tokens)| {
+            let mut pointer = String::new();
+            for token in tokens.iter().rev() {
+                push_token(&mut pointer, token);
+            }
+            err.context(at(&pointer))
+        })
     }
 }
 
 fn compile(v: &Json, pointer: &mut String) -> Result<Part, ExprError> {
     match v {
         Json::Object(map) => {
-            if map.len() == 1
-                && let Some(Json::String(src)) = map.get("expr")
-            {
+            if let Some(expr) = map.get("expr") {
+                // The reference rejects these when it meets them; we do it at load.
+                let Json::String(src) = expr else {
+                    return Err(ExprError::new(
+                        "A0001",
+                        "\"expr\" must be a string (a JSONata expression)",
+                    )
+                    .context(at(pointer)));
+                };
+                if map.len() != 1 {
+                    let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                    return Err(ExprError::new(
+                        "A0002",
+                        format!(
+                            "an object with \"expr\" must have no other key (found {})",
+                            keys.join(", ")
+                        ),
+                    )
+                    .context(at(pointer)));
+                }
                 return Jsonata::compile(src)
                     .map(|e| Part::Expr(Box::new(e)))
                     .map_err(|e| e.context(at(pointer)));
@@ -60,11 +86,13 @@ fn compile(v: &Json, pointer: &mut String) -> Result<Part, ExprError> {
                 parts.push((k.clone(), compile(item, pointer)?));
                 pointer.truncate(len);
             }
-            Ok(if parts.iter().all(|(_, p)| matches!(p, Part::Literal(_))) {
-                Part::Literal(v.clone())
-            } else {
-                Part::Object(parts)
-            })
+            Ok(
+                if parts.iter().all(|(_, p)| matches!(p, Part::Literal(_))) {
+                    Part::Literal(v.clone())
+                } else {
+                    Part::Object(parts)
+                },
+            )
         }
         Json::Array(items) => {
             let mut parts = Vec::with_capacity(items.len());
@@ -84,31 +112,42 @@ fn compile(v: &Json, pointer: &mut String) -> Result<Part, ExprError> {
     }
 }
 
-fn render(part: &Part, scope: &Scope<'_>, pointer: &mut String) -> Result<Option<Json>, ExprError> {
+/// A failed render: the error, and the reference tokens from the failing expression up to
+/// the root (built only on failure).
+type Failure = (ExprError, Vec<String>);
+
+fn render(part: &Part, scope: &Scope<'_>) -> Result<Option<Json>, Failure> {
     match part {
         Part::Literal(v) => Ok(Some(v.clone())),
         Part::Expr(e) => e
             .eval(Input::Context(scope.context), scope.history, scope.limits)
-            .map_err(|err| err.context(at(pointer))),
+            .map_err(|err| (err, Vec::new())),
         Part::Object(fields) => {
             let mut out = Map::with_capacity(fields.len());
             for (k, p) in fields {
-                let len = pointer.len();
-                push_token(pointer, k);
-                if let Some(v) = render(p, scope, pointer)? {
-                    out.insert(k.clone(), v);
+                match render(p, scope) {
+                    Ok(Some(v)) => {
+                        out.insert(k.clone(), v);
+                    }
+                    Ok(None) => {}
+                    Err((e, mut tokens)) => {
+                        tokens.push(k.clone());
+                        return Err((e, tokens));
+                    }
                 }
-                pointer.truncate(len);
             }
             Ok(Some(Json::Object(out)))
         }
         Part::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, p) in items.iter().enumerate() {
-                let len = pointer.len();
-                push_token(pointer, &i.to_string());
-                out.push(render(p, scope, pointer)?.unwrap_or(Json::Null));
-                pointer.truncate(len);
+                match render(p, scope) {
+                    Ok(v) => out.push(v.unwrap_or(Json::Null)),
+                    Err((e, mut tokens)) => {
+                        tokens.push(i.to_string());
+                        return Err((e, tokens));
+                    }
+                }
             }
             Ok(Some(Json::Array(out)))
         }

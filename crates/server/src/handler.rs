@@ -4,7 +4,7 @@ use std::sync::Arc;
 use mcpflow_config::{Config, ServerMeta};
 use mcpflow_engine::Engine;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Content, Implementation, ListToolsResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
@@ -91,7 +91,7 @@ impl GraphServer {
         let args = Value::Object(arguments.unwrap_or_default());
         if let Err(errors) = entry.input.check(&args) {
             // A tool-level error (not a protocol error) so the model reads what to fix.
-            return Ok(CallToolResult::error(vec![Content::text(format!(
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
                 "invalid arguments for `{name}`: {}",
                 errors.join("; ")
             ))]));

@@ -1,5 +1,5 @@
 use mcpflow_engine::Run;
-use rmcp::model::{CallToolResult, Content};
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use crate::args::ArgsValidator;
@@ -13,7 +13,7 @@ pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallTool
             if let Some(v) = output_schema
                 && let Err(errors) = v.check(&json)
             {
-                return CallToolResult::error(vec![Content::text(format!(
+                return CallToolResult::error(vec![ContentBlock::text(format!(
                     "tool `{}` produced a result that does not match its outputSchema: {}; result: {json}",
                     run.tool,
                     errors.join("; ")
@@ -21,12 +21,12 @@ pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallTool
             }
             match json {
                 Value::Object(_) => CallToolResult::structured(json),
-                other => CallToolResult::success(vec![Content::text(other.to_string())]),
+                other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
             }
         }
         Err(e) => {
             let place = if e.node_id.is_some() { " at" } else { ":" };
-            CallToolResult::error(vec![Content::text(format!("tool `{}` failed{place} {e}", run.tool))])
+            CallToolResult::error(vec![ContentBlock::text(format!("tool `{}` failed{place} {e}", run.tool))])
         }
     }
 }

@@ -1,0 +1,42 @@
+# Shared by bench/latency.sh and bench/loop.sh: build, paths, machine line, small helpers.
+# Sourced, not run.
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$BENCH_ROOT"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target}
+REL="$CARGO_TARGET_DIR/release"
+# The graph configs name `mcpflow-fixture` bare: the release build must come first on PATH.
+export PATH="$REL:$PATH"
+# mcpGraph's server command, without the `-g CONFIG` part.
+MCPGRAPH=${MCPGRAPH:-npx -y mcpgraph@0.1.23}
+
+need() {
+    command -v "$1" >/dev/null 2>&1 || { echo "bench: '$1' is required ($2)" >&2; exit 1; }
+}
+
+build_release() {
+    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+        echo "# cargo build --release -p mcpflow -p mcpflow-fixture -p mcpflow-bench" >&2
+        cargo build --release -p mcpflow -p mcpflow-fixture -p mcpflow-bench >&2
+    fi
+    for bin in mcpflow mcpflow-fixture mcpflow-bench; do
+        [[ -x "$REL/$bin" ]] || { echo "bench: $REL/$bin is missing" >&2; exit 1; }
+    done
+}
+
+machine_line() {
+    local cpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//')
+    # The load average is printed because other work on a 2-core machine moves every figure.
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, ${cpu:-unknown CPU}, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+}
+
+# median of the numbers given as arguments
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# seconds elapsed since $1 (an $EPOCHREALTIME value)
+since() {
+    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }'
+}

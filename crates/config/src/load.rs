@@ -1,0 +1,399 @@
+//! The loading pipeline: read → parse with positions → merge `mcp.json` → check structure →
+//! interpolate `${VAR}` → check graphs → build the typed [`Config`].
+//!
+//! Each stage collects problems instead of stopping at the first, so one run shows the author
+//! everything that is wrong.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{ConfigError, ConfigErrors};
+use crate::interpolate::{InterpolationError, interpolate};
+use crate::model::Config;
+use crate::place::{field_name, in_owner};
+use crate::source::{Anchor, Pos, Problem, SourceMap, SourcePos};
+use crate::yaml::{self, escape};
+use crate::{structure, validate};
+
+/// A loaded, validated config, with what is needed to point back into its files.
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    /// The config file as given (for [`load_str`], the name given).
+    pub path: PathBuf,
+    /// The config file's directory, absolute: relative `cwd`s of stdio servers resolve against it.
+    pub base_dir: PathBuf,
+    /// Things worth a look that do not stop the config from running (unreachable nodes, …).
+    pub warnings: Vec<ConfigError>,
+    /// Positions of every value of the config (and of the servers merged from `mcp.json`).
+    pub sources: SourceMap,
+}
+
+impl Loaded {
+    /// `file:line:col` of the value at a JSON pointer into the config (`/tools/0/nodes/2`); for a
+    /// pointer to a value that is not in the file (a default), its nearest written ancestor.
+    pub fn locate(&self, pointer: &str) -> Option<SourcePos> {
+        self.sources.locate(pointer)
+    }
+
+    /// Where node `node_id` of tool `tool` is written.
+    pub fn locate_node(&self, tool: &str, node_id: &str) -> Option<SourcePos> {
+        let (t, tool_def) = self
+            .config
+            .tools
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.name == tool)?;
+        let n = tool_def.nodes.iter().position(|n| n.id() == node_id)?;
+        self.locate(&node_pointer(t, n))
+    }
+}
+
+/// The JSON pointer of node `node` of tool `tool` (both indices).
+pub fn node_pointer(tool: usize, node: usize) -> String {
+    format!("/tools/{tool}/nodes/{node}")
+}
+
+/// Loads a config file, merging the servers of `mcp_json` (the `{"mcpServers": {…}}` file MCP
+/// clients use) when given; `${VAR}` in server settings is read from the process environment.
+pub fn load(path: &Path, mcp_json: Option<&Path>) -> Result<Loaded, ConfigErrors> {
+    let mut loader = Loader::new();
+    if let Some(m) = mcp_json {
+        loader = loader.mcp_json(m);
+    }
+    loader.load(path)
+}
+
+/// Loads a config from text; `name` is used in messages. `${VAR}` reads the process environment.
+pub fn load_str(text: &str, name: &str) -> Result<Loaded, ConfigErrors> {
+    Loader::new().load_str(text, name)
+}
+
+type EnvFn<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
+
+enum McpJson {
+    File(PathBuf),
+    Text { text: String, name: String },
+}
+
+/// Loading with options: another environment for `${VAR}`, an `mcp.json` from a file or text.
+pub struct Loader<'a> {
+    env: EnvFn<'a>,
+    mcp_json: Option<McpJson>,
+}
+
+impl Default for Loader<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> Loader<'a> {
+    /// A loader that reads `${VAR}` from the process environment and merges no `mcp.json`.
+    pub fn new() -> Self {
+        Loader {
+            env: Box::new(|name| std::env::var(name).ok()),
+            mcp_json: None,
+        }
+    }
+
+    /// Reads `${VAR}` from `env` instead of the process environment.
+    pub fn env(mut self, env: impl Fn(&str) -> Option<String> + 'a) -> Self {
+        self.env = Box::new(env);
+        self
+    }
+
+    /// Merges the servers of this `mcp.json` file; the config's own servers win on a name clash.
+    pub fn mcp_json(mut self, path: impl Into<PathBuf>) -> Self {
+        self.mcp_json = Some(McpJson::File(path.into()));
+        self
+    }
+
+    /// Merges the servers of an `mcp.json` given as text.
+    pub fn mcp_json_str(mut self, text: &str, name: &str) -> Self {
+        self.mcp_json = Some(McpJson::Text {
+            text: text.to_owned(),
+            name: name.to_owned(),
+        });
+        self
+    }
+
+    pub fn load(&self, path: &Path) -> Result<Loaded, ConfigErrors> {
+        let name = path.display().to_string();
+        let text = read(path, &name)?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        self.run(&text, &name, path.to_path_buf(), dir)
+    }
+
+    pub fn load_str(&self, text: &str, name: &str) -> Result<Loaded, ConfigErrors> {
+        let path = PathBuf::from(name);
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        self.run(text, name, path, &dir)
+    }
+
+    fn run(
+        &self,
+        text: &str,
+        name: &str,
+        path: PathBuf,
+        dir: &Path,
+    ) -> Result<Loaded, ConfigErrors> {
+        let mut sources = SourceMap::default();
+        let main = sources.add_file(name, text);
+        let parsed = match yaml::parse(text, main) {
+            Ok(p) => p,
+            Err(problem) => return Err(ConfigErrors::single(sources.resolve(problem))),
+        };
+        for (pointer, span) in parsed.spans {
+            sources.insert(pointer, span);
+        }
+        let mut doc = parsed.value;
+        let mut problems = parsed.problems;
+        if let Some(m) = &self.mcp_json {
+            self.merge_mcp_json(m, &mut doc, &mut sources, &mut problems);
+        }
+        problems.extend(structure::check(&doc, &sources));
+        interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
+        let findings = validate::check(&doc, &sources);
+        problems.extend(findings.errors);
+        let warnings = resolve_all(&sources, findings.warnings);
+        if !problems.is_empty() {
+            return Err(ConfigErrors {
+                errors: resolve_all(&sources, problems),
+                warnings,
+            });
+        }
+        let config: Config = serde_json::from_value(doc).map_err(|e| ConfigErrors {
+            errors: vec![sources.resolve(Problem::new("", format!("invalid config: {e}")))],
+            warnings: warnings.clone(),
+        })?;
+        Ok(Loaded {
+            config,
+            path,
+            base_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            warnings,
+            sources,
+        })
+    }
+
+    fn merge_mcp_json(
+        &self,
+        source: &McpJson,
+        doc: &mut Value,
+        sources: &mut SourceMap,
+        problems: &mut Vec<Problem>,
+    ) {
+        let (text, name) = match source {
+            McpJson::File(path) => {
+                let name = path.display().to_string();
+                match read(path, &name) {
+                    Ok(text) => (text, name),
+                    Err(e) => {
+                        let file = sources.add_file(&name, "");
+                        for err in e.errors {
+                            problems.push(
+                                Problem::new("", err.message).at(Anchor::At(file, Pos::UNKNOWN)),
+                            );
+                        }
+                        return;
+                    }
+                }
+            }
+            McpJson::Text { text, name } => (text.clone(), name.clone()),
+        };
+        let file = sources.add_file(&name, &text);
+        let parsed = match yaml::parse(&text, file) {
+            Ok(p) => p,
+            Err(problem) => {
+                problems.push(problem);
+                return;
+            }
+        };
+        problems.extend(parsed.problems);
+        let pos_of = |pointer: &str| {
+            parsed
+                .spans
+                .iter()
+                .find(|(p, _)| p == pointer)
+                .map_or(Pos::START, |(_, s)| s.value)
+        };
+        if !parsed.value.is_object() {
+            problems.push(
+                Problem::new(
+                    "",
+                    format!(
+                        "{name} must be a mapping like {{\"mcpServers\": {{...}}}}, got {}",
+                        crate::place::describe(&parsed.value)
+                    ),
+                )
+                .at(Anchor::At(file, Pos::START)),
+            );
+            return;
+        }
+        let servers = match parsed.value.get("mcpServers") {
+            None | Some(Value::Null) => return,
+            Some(Value::Object(servers)) => servers,
+            Some(other) => {
+                problems.push(
+                    Problem::new(
+                        "",
+                        format!(
+                            "\"mcpServers\" in {name} must be a mapping of server names to \
+                             servers, got {}",
+                            crate::place::describe(other)
+                        ),
+                    )
+                    .at(Anchor::At(file, pos_of("/mcpServers"))),
+                );
+                return;
+            }
+        };
+        let Some(root) = doc.as_object_mut() else {
+            return;
+        };
+        let target = root
+            .entry("mcpServers")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if target.is_null() {
+            *target = Value::Object(Default::default());
+        }
+        let Some(target) = target.as_object_mut() else {
+            return;
+        };
+        for (server, def) in servers {
+            if target.contains_key(server) {
+                continue;
+            }
+            target.insert(server.clone(), def.clone());
+            let prefix = format!("/mcpServers/{}", escape(server));
+            for (pointer, span) in &parsed.spans {
+                let under = pointer
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+                if under {
+                    sources.insert(pointer.clone(), *span);
+                }
+            }
+        }
+    }
+}
+
+fn read(path: &Path, name: &str) -> Result<String, ConfigErrors> {
+    let fail = |message: String| {
+        ConfigErrors::single(ConfigError {
+            file: name.to_owned(),
+            line: 0,
+            col: 0,
+            pointer: String::new(),
+            message,
+            hint: None,
+        })
+    };
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    if meta.len() > yaml::MAX_FILE_BYTES as u64 {
+        return Err(fail(format!(
+            "the file is {} bytes; the limit is {}",
+            meta.len(),
+            yaml::MAX_FILE_BYTES
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| fail("the file is not UTF-8 text".to_owned()))
+}
+
+/// Sorted by file (the config first), then line and column.
+fn resolve_all(sources: &SourceMap, problems: Vec<Problem>) -> Vec<ConfigError> {
+    let main = sources.file_name(0).to_owned();
+    let mut errors: Vec<ConfigError> = problems.into_iter().map(|p| sources.resolve(p)).collect();
+    errors.sort_by(|a, b| {
+        (a.file != main, &a.file, a.line, a.col).cmp(&(b.file != main, &b.file, b.line, b.col))
+    });
+    errors.dedup();
+    errors
+}
+
+/// Replaces `${VAR}` in the settings of every server, where secrets live.
+fn interpolate_servers(
+    doc: &mut Value,
+    sources: &SourceMap,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<Problem>,
+) {
+    let snapshot = doc.clone();
+    let Some(servers) = doc.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (name, server) in servers.iter_mut() {
+        let Some(server) = server.as_object_mut() else {
+            continue;
+        };
+        let base = format!("/mcpServers/{}", escape(name));
+        for (key, value) in server.iter_mut() {
+            let ptr = format!("{base}/{}", escape(key));
+            match (key.as_str(), value) {
+                ("command" | "cwd" | "url", v @ Value::String(_)) => {
+                    interpolate_one(v, &ptr, &snapshot, sources, env, problems);
+                }
+                ("args", Value::Array(items)) => {
+                    for (i, v) in items.iter_mut().enumerate() {
+                        let p = format!("{ptr}/{i}");
+                        interpolate_one(v, &p, &snapshot, sources, env, problems);
+                    }
+                }
+                ("env" | "headers", Value::Object(map)) => {
+                    for (k, v) in map.iter_mut() {
+                        let p = format!("{ptr}/{}", escape(k));
+                        interpolate_one(v, &p, &snapshot, sources, env, problems);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn interpolate_one(
+    value: &mut Value,
+    ptr: &str,
+    doc: &Value,
+    sources: &SourceMap,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<Problem>,
+) {
+    let Value::String(text) = value else { return };
+    match interpolate(text, env) {
+        Ok(s) => *text = s,
+        Err(e) => {
+            let anchor = sources
+                .offset_in_string(ptr, text, e.offset())
+                .unwrap_or(Anchor::Value);
+            let hint = match &e {
+                InterpolationError::Unset { names, .. } => format!(
+                    "set {}, or give a default with ${{{}:-default}}; $${{…}} is a literal ${{…}}",
+                    names.join(", "),
+                    names[0]
+                ),
+                _ => "write ${NAME} or ${NAME:-default}; $${ is a literal ${".to_owned(),
+            };
+            problems.push(
+                Problem::new(
+                    ptr,
+                    format!(
+                        "{e} (used in {}{})",
+                        field_name(ptr),
+                        in_owner(ptr, doc)
+                    ),
+                )
+                .at(anchor)
+                .hint(hint),
+            );
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! Semantic checks of the graphs: what a schema cannot say. Every problem is collected.
+//!
+//! Runs on the JSON value so that a tool with one malformed node is still checked for the rest
+//! (ids, references, expressions); only the checks that need the whole graph (reachability) are
+//! skipped for a tool that has a malformed node, to avoid errors that merely echo another.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use mcpflow_expr::{ExprError, Jsonata, Logic};
+use serde_json::Value;
+
+use crate::model::Node;
+use crate::place::in_owner;
+use crate::source::{Anchor, Problem, SourceMap};
+use crate::suggest::did_you_mean;
+use crate::yaml::escape;
+
+/// Problems that make the config unusable, and warnings.
+#[derive(Default)]
+pub(crate) struct Findings {
+    pub errors: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+}
+
+pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
+    let mut f = Findings::default();
+    let servers: Vec<&str> = doc
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let Some(tools) = doc.get("tools").and_then(Value::as_array) else {
+        return f;
+    };
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let ptr = format!("/tools/{i}");
+        let Some(tool_obj) = tool.as_object() else {
+            continue;
+        };
+        if let Some(name) = tool_obj.get("name").and_then(Value::as_str) {
+            check_tool_name(name, &ptr, &mut f);
+            if let Some(first) = names.get(name) {
+                let at = line_of(sources, &format!("/tools/{first}/name"));
+                f.errors.push(
+                    Problem::new(
+                        format!("{ptr}/name"),
+                        format!("duplicate tool name \"{name}\""),
+                    )
+                    .hint(format!("tool names must be unique; the first \"{name}\" is{at}")),
+                );
+            } else {
+                names.insert(name, i);
+            }
+        }
+        for key in ["inputSchema", "outputSchema"] {
+            if let Some(schema) = tool_obj.get(key) {
+                check_json_schema(schema, &format!("{ptr}/{key}"), key, doc, &mut f);
+            }
+        }
+        let Some(nodes) = tool_obj.get("nodes").and_then(Value::as_array) else {
+            continue;
+        };
+        ToolCheck {
+            doc,
+            sources,
+            servers: &servers,
+            ptr: &ptr,
+            nodes,
+        }
+        .run(&mut f);
+    }
+    f
+}
+
+fn check_tool_name(name: &str, ptr: &str, f: &mut Findings) {
+    let len = name.chars().count();
+    let bad: Vec<char> = name
+        .chars()
+        .filter(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .collect();
+    if len == 0 || len > 128 || !bad.is_empty() {
+        let why = if len == 0 {
+            "it is empty".to_owned()
+        } else if len > 128 {
+            format!("it is {len} characters long")
+        } else {
+            let mut shown: Vec<String> = bad.iter().map(|c| format!("{c:?}")).collect();
+            shown.dedup();
+            format!("it contains {}", shown.join(", "))
+        };
+        f.errors.push(
+            Problem::new(
+                format!("{ptr}/name"),
+                format!("invalid tool name \"{name}\": {why}"),
+            )
+            .hint("MCP tool names are 1 to 128 characters of A-Z, a-z, 0-9, `_`, `-` and `.`"),
+        );
+    }
+}
+
+fn check_json_schema(schema: &Value, ptr: &str, key: &str, doc: &Value, f: &mut Findings) {
+    let owner = in_owner(ptr, doc);
+    if !schema.is_object() {
+        f.errors.push(
+            Problem::new(
+                ptr,
+                format!("\"{key}\"{owner} must be a JSON Schema object, got {}", crate::place::describe(schema)),
+            )
+            .hint("for example `{type: object, properties: {...}}`"),
+        );
+        return;
+    }
+    if let Err(e) = jsonschema::validator_for(schema) {
+        let at = e.instance_path().as_str();
+        f.errors.push(Problem::new(
+            format!("{ptr}{at}"),
+            format!("\"{key}\"{owner} is not a valid JSON Schema: {e}"),
+        ));
+        return;
+    }
+    if key == "inputSchema" && schema.get("type").and_then(Value::as_str) != Some("object") {
+        f.warnings.push(
+            Problem::new(ptr, format!("\"inputSchema\"{owner} does not say `type: object`"))
+                .hint("MCP clients expect a tool's arguments to be an object"),
+        );
+    }
+}
+
+/// " at line N" for a pointer, or nothing.
+fn line_of(sources: &SourceMap, pointer: &str) -> String {
+    sources
+        .locate(pointer)
+        .map(|p| format!(" at line {}", p.line))
+        .unwrap_or_default()
+}
+
+struct ToolCheck<'a> {
+    doc: &'a Value,
+    sources: &'a SourceMap,
+    servers: &'a [&'a str],
+    ptr: &'a str,
+    nodes: &'a [Value],
+}
+
+impl ToolCheck<'_> {
+    fn run(&self, f: &mut Findings) {
+        let tool_desc = crate::place::owner(self.ptr, self.doc).unwrap_or_default();
+        // Node ids as written (even in nodes that are otherwise malformed), first one wins.
+        let mut ids: HashMap<&str, usize> = HashMap::new();
+        for (j, node) in self.nodes.iter().enumerate() {
+            let Some(id) = node.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            if let Some(&first) = ids.get(id) {
+                let at = line_of(self.sources, &self.node_ptr(first));
+                f.errors.push(
+                    Problem::new(
+                        format!("{}/id", self.node_ptr(j)),
+                        format!("duplicate node id \"{id}\" in {tool_desc}"),
+                    )
+                    .hint(format!("node ids must be unique in a tool; the first \"{id}\" is{at}")),
+                );
+            } else {
+                ids.insert(id, j);
+            }
+        }
+        let typed: Vec<Option<Node>> = self
+            .nodes
+            .iter()
+            .map(|n| serde_json::from_value(n.clone()).ok())
+            .collect();
+        let entry = self.check_unique(f, "entry", &tool_desc);
+        let exit = self.check_unique(f, "exit", &tool_desc);
+        let mut dangling = false;
+        for (j, node) in typed.iter().enumerate() {
+            let Some(node) = node else { continue };
+            for (ptr, target) in successor_pointers(node, &self.node_ptr(j)) {
+                if !ids.contains_key(target) {
+                    dangling = true;
+                    f.errors.push(self.dangling(&ptr, node.id(), target, &ids, &tool_desc));
+                }
+            }
+            self.check_node(node, j, f);
+        }
+        let complete = typed.iter().all(Option::is_some);
+        if let (Some(entry), Some(exit), true) = (entry, exit, complete) {
+            self.reachability(&typed, &ids, entry, exit, dangling, f);
+        }
+    }
+
+    fn node_ptr(&self, j: usize) -> String {
+        format!("{}/nodes/{j}", self.ptr)
+    }
+
+    /// Checks there is exactly one node of `kind`; returns its index when there is.
+    fn check_unique(&self, f: &mut Findings, kind: &str, tool_desc: &str) -> Option<usize> {
+        let found: Vec<usize> = (0..self.nodes.len())
+            .filter(|&j| self.nodes[j].get("type").and_then(Value::as_str) == Some(kind))
+            .collect();
+        match found.as_slice() {
+            [] => {
+                let hint = if kind == "entry" {
+                    "add a node `{id: entry, type: entry, next: <first node>}`; it receives the \
+                     tool's arguments"
+                } else {
+                    "add a node `{id: exit, type: exit}`; the run returns what reaches it"
+                };
+                f.errors.push(
+                    Problem::new(
+                        format!("{}/nodes", self.ptr),
+                        format!("{tool_desc} has no {kind} node"),
+                    )
+                    .hint(hint),
+                );
+                None
+            }
+            [one] => Some(*one),
+            [first, rest @ ..] => {
+                let first_id = self.nodes[*first].get("id").and_then(Value::as_str);
+                let at = line_of(self.sources, &self.node_ptr(*first));
+                for &j in rest {
+                    f.errors.push(
+                        Problem::new(
+                            format!("{}/type", self.node_ptr(j)),
+                            format!(
+                                "{tool_desc} has more than one {kind} node: \"{}\" and \"{}\"",
+                                first_id.unwrap_or("?"),
+                                self.nodes[j].get("id").and_then(Value::as_str).unwrap_or("?")
+                            ),
+                        )
+                        .hint(format!("a tool has exactly one {kind} node; the first is{at}")),
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn dangling(
+        &self,
+        ptr: &str,
+        from: &str,
+        target: &str,
+        ids: &HashMap<&str, usize>,
+        tool_desc: &str,
+    ) -> Problem {
+        let mut known: Vec<&str> = ids.keys().copied().collect();
+        known.sort_by_key(|id| ids[id]);
+        let suggestion = did_you_mean(target, known.iter().copied());
+        let hint = if known.len() <= 12 {
+            format!("the nodes of this tool are: {}", known.join(", "))
+        } else {
+            "`next` must be the id of a node of the same tool".to_owned()
+        };
+        Problem::new(
+            ptr,
+            format!(
+                "node \"{from}\" goes to \"{target}\", which is not a node of {tool_desc}{suggestion}"
+            ),
+        )
+        .hint(hint)
+    }
+
+    fn check_node(&self, node: &Node, j: usize, f: &mut Findings) {
+        let ptr = self.node_ptr(j);
+        match node {
+            Node::Mcp(m) => {
+                if !self.servers.contains(&m.server.as_str()) {
+                    let hint = if self.servers.is_empty() {
+                        "no servers are defined: add one under `mcpServers`, or pass an mcp.json \
+                         with -m"
+                            .to_owned()
+                    } else {
+                        format!("servers defined: {}", self.servers.join(", "))
+                    };
+                    f.errors.push(
+                        Problem::new(
+                            format!("{ptr}/server"),
+                            format!(
+                                "node \"{}\" calls server \"{}\", which is not in mcpServers{}",
+                                m.id,
+                                m.server,
+                                did_you_mean(&m.server, self.servers.iter().copied())
+                            ),
+                        )
+                        .hint(hint),
+                    );
+                }
+                let mut found = Vec::new();
+                arg_exprs(&m.args, &format!("{ptr}/args"), &mut found);
+                for (p, src) in found {
+                    self.jsonata(&p, src, &m.id, f);
+                }
+            }
+            Node::Transform(t) => {
+                self.jsonata(&format!("{ptr}/transform/expr"), &t.transform.expr, &t.id, f);
+            }
+            Node::Switch(s) => {
+                for (k, cond) in s.conditions.iter().enumerate() {
+                    let rule_ptr = format!("{ptr}/conditions/{k}/rule");
+                    let mut vars = Vec::new();
+                    rule_vars(&cond.rule, &rule_ptr, &mut vars);
+                    let before = f.errors.len();
+                    for (p, src) in vars {
+                        self.jsonata(&p, src, &s.id, f);
+                    }
+                    if f.errors.len() > before {
+                        continue;
+                    }
+                    if let Err(e) = Logic::compile(&cond.rule) {
+                        f.errors.push(Problem::new(
+                            rule_ptr,
+                            format!(
+                                "invalid JSON Logic rule in node \"{}\": {}",
+                                s.id,
+                                expr_message(&e)
+                            ),
+                        ));
+                    }
+                }
+            }
+            Node::Entry(_) | Node::Exit(_) => {}
+        }
+    }
+
+    fn jsonata(&self, ptr: &str, src: &str, node_id: &str, f: &mut Findings) {
+        let Err(e) = Jsonata::compile(src) else {
+            return;
+        };
+        let anchor = e
+            .position
+            .and_then(|pos| self.sources.offset_in_string(ptr, src, pos))
+            .unwrap_or(Anchor::Value);
+        f.errors.push(
+            Problem::new(
+                ptr,
+                format!(
+                    "invalid JSONata expression in node \"{node_id}\": {}",
+                    expr_message(&e)
+                ),
+            )
+            .at(anchor),
+        );
+    }
+
+    fn reachability(
+        &self,
+        typed: &[Option<Node>],
+        ids: &HashMap<&str, usize>,
+        entry: usize,
+        exit: usize,
+        dangling: bool,
+        f: &mut Findings,
+    ) {
+        let mut seen = HashSet::from([entry]);
+        let mut queue = VecDeque::from([entry]);
+        while let Some(j) = queue.pop_front() {
+            let Some(node) = &typed[j] else { continue };
+            for next in node.successors() {
+                if let Some(&k) = ids.get(next)
+                    && seen.insert(k)
+                {
+                    queue.push_back(k);
+                }
+            }
+        }
+        let id_of = |j: usize| typed[j].as_ref().map_or("?", Node::id);
+        if !seen.contains(&exit) && !dangling {
+            f.errors.push(
+                Problem::new(
+                    self.node_ptr(exit),
+                    format!(
+                        "the exit node \"{}\" cannot be reached from the entry node \"{}\"",
+                        id_of(exit),
+                        id_of(entry)
+                    ),
+                )
+                .hint("follow the `next` keys from the entry: no path leads to the exit"),
+            );
+        }
+        for j in 0..typed.len() {
+            if !seen.contains(&j) && j != exit && ids.get(id_of(j)) == Some(&j) {
+                f.warnings.push(
+                    Problem::new(
+                        self.node_ptr(j),
+                        format!(
+                            "node \"{}\" cannot be reached from the entry node \"{}\" and never runs",
+                            id_of(j),
+                            id_of(entry)
+                        ),
+                    )
+                    .hint("point a `next` at it, or remove it"),
+                );
+            }
+        }
+    }
+}
+
+/// The pointer of every `next` of a node, with the id it names.
+fn successor_pointers<'n>(node: &'n Node, ptr: &str) -> Vec<(String, &'n str)> {
+    match node {
+        Node::Exit(_) => Vec::new(),
+        Node::Switch(s) => s
+            .conditions
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (format!("{ptr}/conditions/{k}/next"), c.next.as_str()))
+            .chain(std::iter::once((format!("{ptr}/next"), s.next.as_str())))
+            .collect(),
+        other => other
+            .successors()
+            .into_iter()
+            .map(|n| (format!("{ptr}/next"), n))
+            .collect(),
+    }
+}
+
+/// Every `{expr: "<string>"}` in mcp node arguments (the only objects evaluated as JSONata).
+fn arg_exprs<'v>(v: &'v Value, ptr: &str, out: &mut Vec<(String, &'v str)>) {
+    match v {
+        Value::Object(m) => {
+            if m.len() == 1
+                && let Some(Value::String(src)) = m.get("expr")
+            {
+                out.push((format!("{ptr}/expr"), src));
+                return;
+            }
+            for (k, child) in m {
+                arg_exprs(child, &format!("{ptr}/{}", escape(k)), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                arg_exprs(child, &format!("{ptr}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every `{var: "<string>"}` in a JSON Logic rule (mcpGraph evaluates those as JSONata).
+fn rule_vars<'v>(v: &'v Value, ptr: &str, out: &mut Vec<(String, &'v str)>) {
+    match v {
+        Value::Object(m) => {
+            if m.len() == 1
+                && let Some(Value::String(src)) = m.get("var")
+            {
+                out.push((format!("{ptr}/var"), src));
+                return;
+            }
+            for (k, child) in m {
+                rule_vars(child, &format!("{ptr}/{}", escape(k)), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                rule_vars(child, &format!("{ptr}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn expr_message(e: &ExprError) -> String {
+    match &e.code {
+        Some(code) => format!("{} ({code})", e.message),
+        None => e.message.clone(),
+    }
+}

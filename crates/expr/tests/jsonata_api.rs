@@ -1,0 +1,133 @@
+//! `Jsonata` through the public API: the context as input, the fast paths agreeing with the
+//! engine, errors with codes and positions.
+
+use mcpflow_expr::{Context, Jsonata, Limits, MemoryHistory, NoHistory, Scope, Value};
+use serde_json::{Map, Value as Json, json};
+
+fn context(v: Json) -> Context {
+    Context::from_json(v)
+}
+
+fn eval(src: &str, ctx: &Context) -> Option<Json> {
+    let limits = Limits::default();
+    let scope = Scope::new(ctx, &NoHistory, &limits);
+    Jsonata::compile(src)
+        .and_then(|e| e.evaluate(&scope))
+        .unwrap_or_else(|e| panic!("{src}: {e}"))
+        .map(|v| v.to_json())
+}
+
+/// The same expression through the plain-JSON entry point, which never takes a fast path.
+fn eval_engine(src: &str, ctx: &Context) -> Option<Json> {
+    let e = Jsonata::compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    e.evaluate_json(Some(&ctx.to_json()), &Map::new(), &Limits::default())
+        .unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+#[test]
+fn context_is_dollar_and_root_and_bare_names() {
+    let ctx = context(json!({"entry": {"x": 5, "o": {"k": "v"}}, "n": "out"}));
+    for src in ["$.entry.x", "$$.entry.x", "entry.x", " entry.x "] {
+        assert_eq!(eval(src, &ctx), Some(json!(5)), "{src}");
+    }
+    assert_eq!(eval("$.n", &ctx), Some(json!("out")));
+    assert_eq!(eval("$.missing", &ctx), None);
+    assert_eq!(eval("$.entry.x.deeper", &ctx), None);
+    assert_eq!(eval("$keys($)", &ctx), Some(json!(["entry", "n"])));
+    assert_eq!(eval("$", &ctx), Some(ctx.to_json()));
+}
+
+#[test]
+fn plain_paths_agree_with_the_engine() {
+    let ctx = context(json!({
+        "a": {"b": [1, 2], "c": [[1, 2]], "d": [5], "e": {"f": null}, "g": 1.5, "h": "s"},
+        "arr": [{"x": 1}, {"x": 2}],
+        "one": [{"x": 1}],
+        "s": "text",
+        "z": null,
+        "t": true
+    }));
+    let paths = [
+        "$", "$$", "a", "$.a.b", "a.c", "a.d", "a.e", "a.e.f", "a.e.f.g", "a.g", "a.h", "a.h.x",
+        "arr", "arr.x", "one.x", "$.one", "s", "s.length", "z", "z.x", "t", "nope", "nope.x",
+        "$.arr.x", "$$.a.d",
+    ];
+    for src in paths {
+        assert_eq!(eval(src, &ctx), eval_engine(src, &ctx), "{src}");
+    }
+}
+
+#[test]
+fn undefined_results_and_object_keys() {
+    let ctx = context(json!({"entry": {"x": 1}}));
+    assert_eq!(
+        eval("{'a': $.entry.x, 'b': $.nothing}", &ctx),
+        Some(json!({"a": 1}))
+    );
+    assert_eq!(eval("$.entry.y", &ctx), None);
+}
+
+#[test]
+fn compile_errors_carry_code_and_position() {
+    let err = Jsonata::compile("Account.Order[").unwrap_err();
+    assert_eq!(err.code.as_deref(), Some("S0203"));
+    assert!(err.position.is_some());
+    assert!(err.to_string().contains("S0203"), "{err}");
+}
+
+#[test]
+fn evaluation_errors_carry_code_and_position() {
+    let ctx = context(json!({"entry": {"s": "x"}}));
+    let limits = Limits::default();
+    let scope = Scope::new(&ctx, &NoHistory, &limits);
+    let err = Jsonata::compile("1 + $.entry.s")
+        .unwrap()
+        .evaluate(&scope)
+        .unwrap_err();
+    assert_eq!(err.code.as_deref(), Some("T2002"));
+    assert_eq!(err.position, Some(3));
+}
+
+#[test]
+fn hoisted_history_calls_report_positions_in_the_source_as_written() {
+    let mut history = MemoryHistory::new();
+    history.push("n", Some(Value::from_json(json!({"v": "text"}))));
+    let ctx = Context::new();
+    let limits = Limits::default();
+    let scope = Scope::new(&ctx, &history, &limits);
+    let src = r#"$nodeExecution("n", -1).v + 1"#;
+    let err = Jsonata::compile(src).unwrap().evaluate(&scope).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some("T2001"));
+    assert_eq!(err.position, Some(src.find('+').unwrap() + 1));
+}
+
+#[test]
+fn evaluate_json_takes_input_and_bindings() {
+    let e = Jsonata::compile("$x + a").unwrap();
+    let mut b = Map::new();
+    b.insert("x".into(), json!(2));
+    let r = e
+        .evaluate_json(Some(&json!({"a": 3})), &b, &Limits::default())
+        .unwrap();
+    assert_eq!(r, Some(json!(5)));
+    let r = Jsonata::compile("a")
+        .unwrap()
+        .evaluate_json(None, &b, &Limits::default())
+        .unwrap();
+    assert_eq!(r, None);
+}
+
+#[test]
+fn jsonata_2_features_work_on_the_context() {
+    let ctx =
+        context(json!({"entry": {"items": [{"p": 2, "q": 3}, {"p": 5, "q": 1}], "s": "a-b"}}));
+    assert_eq!(eval("$sum(entry.items.(p * q))", &ctx), Some(json!(11)));
+    assert_eq!(eval("entry.missing ?? 'dflt'", &ctx), Some(json!("dflt")));
+    assert_eq!(eval("entry.s ?: 'x'", &ctx), Some(json!("a-b")));
+    assert_eq!(eval("( $a := 2; $a * 3 )", &ctx), Some(json!(6)));
+    assert_eq!(
+        eval("$replace(entry.s, /-/, '+')", &ctx),
+        Some(json!("a+b"))
+    );
+    assert_eq!(eval("entry.items[p > 3].q", &ctx), Some(json!(1)));
+}

@@ -1,0 +1,101 @@
+//! The client side of one connection: what mcpflow tells the upstream about itself, and what
+//! it does with the upstream's notifications.
+
+use std::sync::{Arc, Mutex};
+
+// Logging is deprecated in 2026-07-28 (SEP-2577), but the older servers we talk to still log.
+#[expect(
+    deprecated,
+    reason = "servers on 2025-11-25 and older still send notifications/message"
+)]
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, RoleClient};
+
+use crate::result::ToolInfo;
+
+/// The version sent in `initialize`. rmcp's default, 2026-07-28, has no `initialize` at all and
+/// most servers in the wild do not speak it yet; 2025-11-25 is the newest version with the
+/// handshake. A server that only knows an older version answers with that one, and we use it.
+pub(crate) const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// Handles what an upstream sends us unasked.
+pub(crate) struct ClientEvents {
+    server: Arc<str>,
+    tools: Arc<ToolCache>,
+}
+
+impl ClientEvents {
+    pub fn new(server: Arc<str>, tools: Arc<ToolCache>) -> ClientEvents {
+        ClientEvents { server, tools }
+    }
+}
+
+impl ClientHandler for ClientEvents {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mcpflow", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(PROTOCOL_VERSION)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server, "upstream tool list changed");
+        self.tools.invalidate();
+    }
+
+    #[expect(
+        deprecated,
+        reason = "servers on 2025-11-25 and older still send notifications/message"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(
+            target: "mcpflow_upstream::log",
+            server = %self.server,
+            level = ?params.level,
+            logger = params.logger.as_deref().unwrap_or(""),
+            "{}",
+            params.data
+        );
+    }
+}
+
+/// The upstream's last `tools/list`, dropped when it announces a change.
+#[derive(Debug, Default)]
+pub(crate) struct ToolCache {
+    state: Mutex<CacheState>,
+}
+
+#[derive(Debug, Default)]
+struct CacheState {
+    /// Bumped by every invalidation, so a listing that raced with one is not stored.
+    generation: u64,
+    tools: Option<Arc<Vec<ToolInfo>>>,
+}
+
+impl ToolCache {
+    /// The cached tools, or the generation to hand back to [`ToolCache::store`].
+    pub fn get(&self) -> Result<Arc<Vec<ToolInfo>>, u64> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.tools.clone().ok_or(state.generation)
+    }
+
+    pub fn store(&self, generation: u64, tools: Arc<Vec<ToolInfo>>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.generation == generation {
+            state.tools = Some(tools);
+        }
+    }
+
+    pub fn invalidate(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.generation += 1;
+        state.tools = None;
+    }
+}

@@ -1,0 +1,140 @@
+//! What can go wrong when talking to an upstream. Every message names the server and says
+//! what to do about it, because it often reaches a user with no other context.
+
+use std::fmt::Write as _;
+
+/// An upstream call that did not produce a tool result.
+///
+/// A tool that ran and reported a failure (`isError: true`) is *not* an error here: it is a
+/// [`crate::ToolResult`] with `is_error` set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    #[error(
+        "no upstream server named `{server}`; declare it under `mcpServers` (declared: {known})"
+    )]
+    UnknownServer { server: String, known: String },
+
+    #[error(
+        "upstream `{server}`: cannot start `{command}`: {reason}; check that the program is \
+         installed, on PATH and executable, and that its `cwd` exists"
+    )]
+    Spawn {
+        server: String,
+        command: String,
+        reason: String,
+    },
+
+    #[error("upstream `{server}` (`{command}`) failed to start: {reason}{}", tail(.stderr_tail))]
+    Start {
+        server: String,
+        command: String,
+        reason: String,
+        stderr_tail: String,
+    },
+
+    #[error(
+        "upstream `{server}` (`{command}`) did not answer `initialize` within {timeout_ms} ms; \
+         check that it is an MCP server speaking stdio (not a CLI waiting for input){}",
+        tail(.stderr_tail)
+    )]
+    ConnectTimeout {
+        server: String,
+        command: String,
+        timeout_ms: u64,
+        stderr_tail: String,
+    },
+
+    #[error(
+        "upstream `{server}` {status} while `{operation}` was in progress; it will be \
+         restarted on the next call{}",
+        tail(.stderr_tail)
+    )]
+    Crashed {
+        server: String,
+        /// `exited with code 1`, `was killed by signal 9`, `closed its stdout`, …
+        status: String,
+        operation: String,
+        stderr_tail: String,
+    },
+
+    #[error(
+        "upstream `{server}`: `{operation}` got no answer within {timeout_ms} ms and was \
+         cancelled; raise `timeoutMs` for this server if it is only slow"
+    )]
+    Timeout {
+        server: String,
+        operation: String,
+        timeout_ms: u64,
+    },
+
+    #[error(
+        "upstream `{server}` refused `{operation}`: {message} (JSON-RPC error {code}); check \
+         the tool name and its arguments against the server's `tools/list`"
+    )]
+    Rejected {
+        server: String,
+        operation: String,
+        code: i32,
+        message: String,
+    },
+
+    #[error(
+        "upstream `{server}` answered `{operation}` with something mcpflow cannot use: \
+         {reason}; the server may speak an incompatible MCP version"
+    )]
+    Protocol {
+        server: String,
+        operation: String,
+        reason: String,
+    },
+
+    #[error(
+        "upstream `{server}` has type `{kind}`, which is not supported yet: remote upstreams arrive with the transports \
+         work; use a stdio server (`command`, `args`) for now"
+    )]
+    Unsupported { server: String, kind: String },
+
+    #[error("upstream `{server}` was shut down with its pool; create a new pool to call it again")]
+    ShutDown { server: String },
+}
+
+impl UpstreamError {
+    /// The upstream server the error is about.
+    pub fn server(&self) -> &str {
+        match self {
+            UpstreamError::UnknownServer { server, .. }
+            | UpstreamError::Spawn { server, .. }
+            | UpstreamError::Start { server, .. }
+            | UpstreamError::ConnectTimeout { server, .. }
+            | UpstreamError::Crashed { server, .. }
+            | UpstreamError::Timeout { server, .. }
+            | UpstreamError::Rejected { server, .. }
+            | UpstreamError::Protocol { server, .. }
+            | UpstreamError::Unsupported { server, .. }
+            | UpstreamError::ShutDown { server } => server,
+        }
+    }
+
+    /// The last lines the server wrote to stderr, when the error comes with them.
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            UpstreamError::Start { stderr_tail, .. }
+            | UpstreamError::ConnectTimeout { stderr_tail, .. }
+            | UpstreamError::Crashed { stderr_tail, .. } => Some(stderr_tail),
+            _ => None,
+        }
+    }
+}
+
+/// Renders a stderr tail as the end of an error message.
+fn tail(stderr_tail: &str) -> String {
+    if stderr_tail.trim().is_empty() {
+        return "; it wrote nothing to stderr".to_string();
+    }
+    let mut out = String::from("; its stderr ended with:");
+    for line in stderr_tail.lines() {
+        let _ = write!(out, "\n  | {line}");
+    }
+    out
+}

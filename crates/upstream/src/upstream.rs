@@ -1,0 +1,267 @@
+//! One configured upstream over time: started on first use, shared by concurrent callers,
+//! restarted after it dies, with a growing pause when it keeps dying.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpflow_config::model::{McpServer, RemoteKind};
+use rmcp::model::JsonObject;
+
+use crate::PoolOptions;
+use crate::connection::Connection;
+use crate::error::UpstreamError;
+use crate::process::CommandSpec;
+use crate::result::{ServerInfo, ToolInfo, ToolResult};
+use crate::stderr::StderrTail;
+
+/// First pause between restarts of an upstream that keeps failing; it doubles up to the max.
+const RESTART_BACKOFF: Duration = Duration::from_millis(250);
+const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(8);
+
+pub(crate) struct Upstream {
+    name: Arc<str>,
+    transport: Transport,
+    call_timeout: Duration,
+    options: PoolOptions,
+    slot: tokio::sync::Mutex<Slot>,
+    /// Start attempts finished so far: a caller that waited on the slot while another caller's
+    /// attempt failed takes that failure instead of trying again at once.
+    attempts: AtomicU64,
+    /// Start failures and unexpected deaths since the last successful request.
+    failures: AtomicU32,
+    /// Stderr of the newest process, kept after it dies for [`Upstream::stderr_tail`].
+    stderr: Mutex<Option<Arc<StderrTail>>>,
+}
+
+enum Transport {
+    Stdio(CommandSpec),
+    Remote(&'static str),
+}
+
+#[derive(Default)]
+struct Slot {
+    connection: Option<Arc<Connection>>,
+    last_error: Option<UpstreamError>,
+    last_failure: Option<Instant>,
+    shut_down: bool,
+}
+
+impl Upstream {
+    pub fn new(name: &str, server: &McpServer, base_dir: &Path, options: PoolOptions) -> Upstream {
+        let (transport, timeout_ms) = match server {
+            McpServer::Stdio(stdio) => {
+                let cwd = stdio.cwd.as_ref().map(|cwd| base_dir.join(cwd));
+                // A relative program path with a directory part is looked up from the child's
+                // `cwd` when one is given; `Command` leaves that case platform-defined.
+                let program = match &cwd {
+                    Some(cwd)
+                        if Path::new(&stdio.command).is_relative()
+                            && Path::new(&stdio.command).components().count() > 1 =>
+                    {
+                        cwd.join(&stdio.command).into_os_string()
+                    }
+                    _ => stdio.command.clone().into(),
+                };
+                let spec = CommandSpec {
+                    program,
+                    args: stdio.args.clone(),
+                    env: stdio.env.clone(),
+                    cwd,
+                    display: display_command(&stdio.command, &stdio.args),
+                };
+                (Transport::Stdio(spec), stdio.timeout_ms)
+            }
+            McpServer::Remote(remote) => {
+                let kind = match remote.kind {
+                    RemoteKind::StreamableHttp => "streamableHttp",
+                    RemoteKind::Sse => "sse",
+                };
+                (Transport::Remote(kind), remote.timeout_ms)
+            }
+        };
+        Upstream {
+            name: name.into(),
+            transport,
+            call_timeout: timeout_ms.map_or(options.call_timeout, Duration::from_millis),
+            options,
+            slot: tokio::sync::Mutex::new(Slot::default()),
+            attempts: AtomicU64::new(0),
+            failures: AtomicU32::new(0),
+            stderr: Mutex::new(None),
+        }
+    }
+
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: JsonObject,
+    ) -> Result<ToolResult, UpstreamError> {
+        let connection = self.connection().await?;
+        let result = connection.call_tool(tool, args, self.call_timeout).await;
+        self.note(&result);
+        result
+    }
+
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, UpstreamError> {
+        let connection = self.connection().await?;
+        let result = connection.list_tools(self.call_timeout).await;
+        self.note(&result);
+        result.map(|tools| tools.as_ref().clone())
+    }
+
+    pub async fn server_info(&self) -> Result<ServerInfo, UpstreamError> {
+        Ok(self.connection().await?.info().clone())
+    }
+
+    /// None while a start is under way: there is no running child to name yet.
+    pub fn pid(&self) -> Option<u32> {
+        let slot = self.slot.try_lock().ok()?;
+        slot.connection
+            .as_ref()
+            .filter(|c| c.is_alive())
+            .and_then(|c| c.pid())
+    }
+
+    pub fn stderr_tail(&self) -> Option<String> {
+        let stderr = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        stderr.as_ref().map(|tail| tail.snapshot())
+    }
+
+    /// Stops the process for good; later calls fail with [`UpstreamError::ShutDown`].
+    pub async fn shut_down(&self) {
+        let connection = {
+            let mut slot = self.slot.lock().await;
+            slot.shut_down = true;
+            slot.connection.take()
+        };
+        if let Some(connection) = connection {
+            connection.shut_down(self.options.shutdown_grace).await;
+        }
+    }
+
+    fn note<T>(&self, result: &Result<T, UpstreamError>) {
+        // Any answer, even a refusal, shows the server is up; only deaths count as failures.
+        if !matches!(result, Err(UpstreamError::Crashed { .. })) {
+            self.failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The live connection, started now if there is none. Callers that arrive while a start is
+    /// under way wait for it and share its outcome, so one upstream never has two children.
+    async fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let spec = match &self.transport {
+            Transport::Stdio(spec) => spec,
+            Transport::Remote(kind) => {
+                return Err(UpstreamError::Unsupported {
+                    server: self.name.to_string(),
+                    kind: kind.to_string(),
+                });
+            }
+        };
+        let attempts_seen = self.attempts.load(Ordering::Acquire);
+        let mut slot = self.slot.lock().await;
+        if slot.shut_down {
+            return Err(UpstreamError::ShutDown {
+                server: self.name.to_string(),
+            });
+        }
+        if let Some(connection) = &slot.connection {
+            if connection.is_alive() {
+                return Ok(connection.clone());
+            }
+            tracing::info!(server = %self.name, "upstream process is gone; starting a new one");
+            slot.connection = None;
+            slot.last_failure = Some(Instant::now());
+            self.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.attempts.load(Ordering::Acquire) != attempts_seen
+            && let Some(error) = &slot.last_error
+        {
+            return Err(error.clone());
+        }
+
+        let failures = self.failures.load(Ordering::Relaxed);
+        if let Some(last_failure) = slot.last_failure {
+            let pause = restart_pause(failures).saturating_sub(last_failure.elapsed());
+            if !pause.is_zero() {
+                tracing::info!(server = %self.name, failures, ?pause, "upstream keeps failing; pausing before the next start");
+                tokio::time::sleep(pause).await;
+            }
+        }
+
+        let stderr = Arc::new(StderrTail::default());
+        *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
+        let outcome =
+            Connection::connect(&self.name, spec, self.options.connect_timeout, stderr).await;
+        self.attempts.fetch_add(1, Ordering::Release);
+        match outcome {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                slot.connection = Some(connection.clone());
+                slot.last_error = None;
+                Ok(connection)
+            }
+            Err(error) => {
+                tracing::warn!(server = %self.name, %error, "upstream failed to start");
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                slot.last_failure = Some(Instant::now());
+                slot.last_error = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+}
+
+/// No pause for the first restart (a crash mid-call should not slow the next call), then a
+/// doubling pause while the server keeps failing, so a broken server is not respawned in a loop.
+fn restart_pause(failures: u32) -> Duration {
+    if failures <= 1 {
+        return Duration::ZERO;
+    }
+    let doublings = (failures - 2).min(16);
+    RESTART_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(RESTART_BACKOFF_MAX)
+}
+
+/// `program arg…`, quoting arguments that would otherwise read ambiguously.
+fn display_command(command: &str, args: &[String]) -> String {
+    let quote = |s: &str| {
+        if s.is_empty()
+            || s.chars()
+                .any(|c| c.is_whitespace() || c == '\'' || c == '"')
+        {
+            format!("'{}'", s.replace('\'', r"'\''"))
+        } else {
+            s.to_string()
+        }
+    };
+    std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restart_pause_starts_at_zero_and_is_capped() {
+        assert_eq!(restart_pause(0), Duration::ZERO);
+        assert_eq!(restart_pause(1), Duration::ZERO);
+        assert_eq!(restart_pause(2), RESTART_BACKOFF);
+        assert_eq!(restart_pause(3), RESTART_BACKOFF * 2);
+        assert_eq!(restart_pause(40), RESTART_BACKOFF_MAX);
+        assert_eq!(restart_pause(u32::MAX), RESTART_BACKOFF_MAX);
+    }
+
+    #[test]
+    fn display_command_quotes_only_when_needed() {
+        let args = vec!["-y".to_string(), "a dir".to_string(), String::new()];
+        assert_eq!(display_command("npx", &args), "npx -y 'a dir' ''");
+    }
+}
