@@ -1,8 +1,8 @@
 # Shared by bench/latency.sh and bench/loop.sh: build, paths, machine line, small helpers.
 # Sourced, not run.
 
-BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$BENCH_ROOT"
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO_ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target}
 REL="$CARGO_TARGET_DIR/release"
 # The graph configs name `mcpflow-fixture` bare: the release build must come first on PATH.

@@ -2,7 +2,8 @@
 # Nodes per second on mcpGraph's loop example (`sum_to_n`, 2n+3 nodes for n iterations), with
 # the node and time limits raised (bench/configs/loop_big*.yaml).
 #   mcpflow:  `mcpflow run` wall time for n = 10 and n = N_BIG (process start and config load
-#             included), and the tool-call latency over MCP (`mcpflow serve`) for the same n;
+#             included), and the tool-call latency over MCP (`mcpflow serve`) for n = 10,
+#             mcpGraph's sizes and N_BIG;
 #   mcpGraph: tool-call latency over MCP (`npx mcpgraph@0.1.23 -g …`) for n = 10, 1000 and 3000
 #             (it is about 1 node/ms and quadratic in the loop's length, so 100,000 is out of reach).
 # Every figure is the median of several runs. nodes/s = history records / seconds.
@@ -62,8 +63,10 @@ over_mcp() { # engine n runs warmup command…
     [[ $(jq -c .result.sum <<<"$line") == "$(sum "$n")" ]] || { echo "bench: $engine n=$n answered $line" >&2; exit 1; }
     row "$engine" "MCP call (p50)" "$n" "$(jq .p50_us/1e6 <<<"$line")"
 }
-over_mcp mcpflow 10 200 50 mcpflow serve "$CFG"
-over_mcp mcpflow "$N_BIG" "$RUNS" 1 mcpflow serve "$CFG"
+# mcpflow at mcpGraph's sizes too, so that each ratio can compare the same n.
+for n in $(printf '%s\n' 10 $MG_NS "$N_BIG" | sort -nu); do
+    if ((n <= 1000)); then over_mcp mcpflow "$n" 200 50 mcpflow serve "$CFG"; else over_mcp mcpflow "$n" "$RUNS" 1 mcpflow serve "$CFG"; fi
+done
 for n in $MG_NS; do
     # shellcheck disable=SC2086 # MCPGRAPH is a command line
     over_mcp "mcpGraph 0.1.23" "$n" "$MG_RUNS" "$([[ $n -le 1000 ]] && echo 1 || echo 0)" $MCPGRAPH -g "$MG_CFG"
@@ -76,6 +79,11 @@ echo "# medians; nodes = history records (2n+3)"
     printf '%s\n' "${rows[@]}"
 } | column -t -s $'\t'
 printf '%s\n' "${rows[@]}" | awk -F'\t' -v big="$N_BIG" '
-    $1 == "mcpflow" && $2 ~ /MCP/ && $3 == big { flow = $6 }
+    $1 == "mcpflow" && $2 ~ /MCP/ { flow[$3] = $6 }
     $1 ~ /mcpGraph/ { mg[$3] = $6; order[++k] = $3 }
-    END { for (i = 1; i <= k; i++) printf "mcpflow (n=%s, over MCP) / mcpGraph (n=%s): %.0fx nodes/s\n", big, order[i], flow / mg[order[i]] }'
+    END {
+        for (i = 1; i <= k; i++) {
+            n = order[i]
+            printf "n=%s: mcpflow / mcpGraph = %.0fx nodes/s (mcpflow at n=%s: %.0fx)\n", n, flow[n] / mg[n], big, flow[big] / mg[n]
+        }
+    }'
