@@ -11,22 +11,30 @@ use mcpflow_upstream::UpstreamPool;
 use serde_json::json;
 
 fn engine() -> Engine {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/compat/mcpgraph/examples/loop_example.yaml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("this bench needs ../shared/ beside the repo root ({}): {e}", path.display()));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/compat/mcpgraph/examples/loop_example.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "this bench needs ../shared/ beside the repo root ({}): {e}",
+            path.display()
+        )
+    });
     // The same graph with limits a long loop fits in.
     let text = text.replacen(
         "\ntools:",
         "\nexecutionLimits:\n  maxNodeExecutions: 100000000\n  maxExecutionTimeMs: 3600000\n\ntools:",
         1,
     );
-    let loaded = mcpflow_config::load_str(&text, "loop_example.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let loaded =
+        mcpflow_config::load_str(&text, "loop_example.yaml").unwrap_or_else(|e| panic!("{e}"));
     let pool = UpstreamPool::new(loaded.config.mcp_servers.clone(), loaded.base_dir.clone());
     Engine::new(&loaded.config, pool).expect("compiles")
 }
 
 fn loop_nodes(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
     let engine = engine();
     let mut group = c.benchmark_group("loop_example");
     group.sample_size(10);

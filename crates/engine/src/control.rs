@@ -50,7 +50,10 @@ impl Control {
 
     pub fn with_breakpoints<I: IntoIterator<Item = S>, S: Into<String>>(breakpoints: I) -> Self {
         let c = Self::new();
-        c.update(|s| s.breakpoints.extend(breakpoints.into_iter().map(Into::into)));
+        c.update(|s| {
+            s.breakpoints
+                .extend(breakpoints.into_iter().map(Into::into))
+        });
         c
     }
 

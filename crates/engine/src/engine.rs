@@ -70,7 +70,11 @@ impl RunHandle {
                 id,
                 tool: "".into(),
                 status: RunStatus::Failed,
-                result: Err(RunError::new(RunErrorKind::Stopped, None, format!("the run's task ended abnormally: {e}"))),
+                result: Err(RunError::new(
+                    RunErrorKind::Stopped,
+                    None,
+                    format!("the run's task ended abnormally: {e}"),
+                )),
                 history: History::default(),
             },
         }
@@ -83,7 +87,12 @@ impl Engine {
         let graphs = config
             .tools
             .iter()
-            .map(|t| Ok((t.name.clone(), Arc::new(Graph::compile(t, config.execution_limits.as_ref())?))))
+            .map(|t| {
+                Ok((
+                    t.name.clone(),
+                    Arc::new(Graph::compile(t, config.execution_limits.as_ref())?),
+                ))
+            })
             .collect::<Result<_, CompileError>>()?;
         let instance = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -130,7 +139,8 @@ impl Engine {
         control: &Control,
         events: Option<&broadcast::Sender<Event>>,
     ) -> Run {
-        self.run_as(self.next_id(), tool, args, control, events).await
+        self.run_as(self.next_id(), tool, args, control, events)
+            .await
     }
 
     async fn run_as(
@@ -150,14 +160,20 @@ impl Engine {
                 result: Err(RunError::new(
                     RunErrorKind::UnknownTool,
                     None,
-                    format!("no tool named `{tool}`; the config has: {}", known.join(", ")),
+                    format!(
+                        "no tool named `{tool}`; the config has: {}",
+                        known.join(", ")
+                    ),
                 )),
                 history: History::default(),
             };
         };
         let tool: Arc<str> = graph.name().into();
         if let Some(tx) = events {
-            let _ = tx.send(Event::RunStarted { run_id: id.clone(), tool: tool.clone() });
+            let _ = tx.send(Event::RunStarted {
+                run_id: id.clone(),
+                tool: tool.clone(),
+            });
         }
         let exec = Executor {
             graph,
@@ -175,7 +191,13 @@ impl Engine {
         if let Some(tx) = events {
             let _ = tx.send(Event::RunFinished { status });
         }
-        Run { id, tool, status, result, history }
+        Run {
+            id,
+            tool,
+            status,
+            result,
+            history,
+        }
     }
 
     /// Starts `tool` in the background under `options.control`.
@@ -191,6 +213,12 @@ impl Engine {
             let id = id.clone();
             tokio::spawn(async move { engine.run_as(id, &tool, args, &control, Some(&tx)).await })
         };
-        RunHandle { id, control, events: tx, first: Some(rx), task }
+        RunHandle {
+            id,
+            control,
+            events: tx,
+            first: Some(rx),
+            task,
+        }
     }
 }

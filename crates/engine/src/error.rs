@@ -42,7 +42,11 @@ pub enum RunErrorKind {
 }
 
 impl RunError {
-    pub(crate) fn new(kind: RunErrorKind, node_id: Option<&str>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        kind: RunErrorKind,
+        node_id: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
         RunError {
             kind,
             node_id: node_id.map(str::to_owned),

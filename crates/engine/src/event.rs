@@ -8,15 +8,30 @@ use crate::run::RunStatus;
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Event {
     #[serde(rename_all = "camelCase")]
-    RunStarted { run_id: Arc<str>, tool: Arc<str> },
+    RunStarted {
+        run_id: Arc<str>,
+        tool: Arc<str>,
+    },
     #[serde(rename_all = "camelCase")]
-    NodeStarted { index: usize, node_id: Arc<str>, node_type: &'static str },
+    NodeStarted {
+        index: usize,
+        node_id: Arc<str>,
+        node_type: &'static str,
+    },
     /// The record of a node that finished, successfully or not (`record.error`).
-    NodeFinished { record: Record },
+    NodeFinished {
+        record: Record,
+    },
     /// The run is paused before `node_id` (a breakpoint, a pause request or a step).
     #[serde(rename_all = "camelCase")]
-    Paused { index: usize, node_id: Arc<str>, reason: &'static str },
+    Paused {
+        index: usize,
+        node_id: Arc<str>,
+        reason: &'static str,
+    },
     Resumed,
     #[serde(rename_all = "camelCase")]
-    RunFinished { status: RunStatus },
+    RunFinished {
+        status: RunStatus,
+    },
 }

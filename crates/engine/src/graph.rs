@@ -25,11 +25,24 @@ pub(crate) struct Step {
 
 #[derive(Debug)]
 pub(crate) enum StepKind {
-    Entry { next: usize },
+    Entry {
+        next: usize,
+    },
     Exit,
-    Mcp { server: Arc<str>, tool: Arc<str>, args: Template, next: usize },
-    Transform { expr: Jsonata, next: usize },
-    Switch { conditions: Vec<(Logic, usize)>, default: usize },
+    Mcp {
+        server: Arc<str>,
+        tool: Arc<str>,
+        args: Template,
+        next: usize,
+    },
+    Transform {
+        expr: Jsonata,
+        next: usize,
+    },
+    Switch {
+        conditions: Vec<(Logic, usize)>,
+        default: usize,
+    },
 }
 
 impl StepKind {
@@ -45,7 +58,10 @@ impl StepKind {
 }
 
 impl Graph {
-    pub fn compile(tool: &ToolDef, limits: Option<&ExecutionLimits>) -> Result<Graph, CompileError> {
+    pub fn compile(
+        tool: &ToolDef,
+        limits: Option<&ExecutionLimits>,
+    ) -> Result<Graph, CompileError> {
         let err = |node: &str, message: String| CompileError {
             tool: tool.name.clone(),
             node: node.to_owned(),
@@ -58,10 +74,12 @@ impl Graph {
             .map(|(i, n)| (n.id(), i))
             .collect();
         let resolve = |from: &str, to: &str| {
-            index
-                .get(to)
-                .copied()
-                .ok_or_else(|| err(from, format!("`next` names `{to}`, which is not a node of this tool")))
+            index.get(to).copied().ok_or_else(|| {
+                err(
+                    from,
+                    format!("`next` names `{to}`, which is not a node of this tool"),
+                )
+            })
         };
         let mut nodes = Vec::with_capacity(tool.nodes.len());
         let mut entry = None;
@@ -70,7 +88,9 @@ impl Graph {
             let kind = match node {
                 Node::Entry(n) => {
                     entry = Some(nodes.len());
-                    StepKind::Entry { next: resolve(id, &n.next)? }
+                    StepKind::Entry {
+                        next: resolve(id, &n.next)?,
+                    }
                 }
                 Node::Exit(_) => StepKind::Exit,
                 Node::Mcp(n) => StepKind::Mcp {
@@ -98,7 +118,10 @@ impl Graph {
                     default: resolve(id, &n.next)?,
                 },
             };
-            nodes.push(Step { id: id.into(), kind });
+            nodes.push(Step {
+                id: id.into(),
+                kind,
+            });
         }
         let entry = entry.ok_or_else(|| err("", "the tool has no `entry` node".into()))?;
         let limits = limits.copied().unwrap_or(ExecutionLimits {

@@ -62,7 +62,9 @@ impl Executor<'_> {
         let started = Instant::now();
         let mut history = History::new(SystemTime::now());
         let mut context = Context::new();
-        let result = self.run_loop(args, started, &mut history, &mut context).await;
+        let result = self
+            .run_loop(args, started, &mut history, &mut context)
+            .await;
         (result, history)
     }
 
@@ -106,8 +108,15 @@ impl Executor<'_> {
             match self.control.should_pause(id) {
                 Err(_) => return Err(stopped()),
                 Ok(Some(reason)) => {
-                    self.emit(|| Event::Paused { index, node_id: step.id.clone(), reason });
-                    self.control.wait_paused(index, id).await.map_err(|_| stopped())?;
+                    self.emit(|| Event::Paused {
+                        index,
+                        node_id: step.id.clone(),
+                        reason,
+                    });
+                    self.control
+                        .wait_paused(index, id)
+                        .await
+                        .map_err(|_| stopped())?;
                     self.emit(|| Event::Resumed);
                 }
                 Ok(None) => {}
@@ -122,7 +131,11 @@ impl Executor<'_> {
             // Expressions are evaluated synchronously; only an upstream call awaits, after the
             // scope (which borrows the history) is gone.
             let evaluated: Result<Outcome, RunError> = {
-                let scope = Scope { context, history: &*history, limits: self.limits };
+                let scope = Scope {
+                    context,
+                    history: &*history,
+                    limits: self.limits,
+                };
                 match &step.kind {
                     StepKind::Entry { next } => Ok(Outcome::Done(args.take(), Some(*next))),
                     StepKind::Exit => {
@@ -137,13 +150,21 @@ impl Executor<'_> {
                         .evaluate(&scope)
                         .map(|v| Outcome::Done(v, Some(*next)))
                         .map_err(|e| RunError::expression(id, e)),
-                    StepKind::Switch { conditions, default } => {
-                        route(conditions, *default, &scope).map_err(|e| RunError::expression(id, e)).map(|t| {
+                    StepKind::Switch {
+                        conditions,
+                        default,
+                    } => route(conditions, *default, &scope)
+                        .map_err(|e| RunError::expression(id, e))
+                        .map(|t| {
                             let routed = Json::String(graph.nodes[t].id.to_string());
                             Outcome::Done(Some(Value::from_json(routed)), Some(t))
-                        })
-                    }
-                    StepKind::Mcp { server, tool, args: template, next } => template
+                        }),
+                    StepKind::Mcp {
+                        server,
+                        tool,
+                        args: template,
+                        next,
+                    } => template
                         .render(&scope)
                         .map(|rendered| Outcome::Call {
                             server,
@@ -157,9 +178,16 @@ impl Executor<'_> {
             let mut input = None;
             let outcome = match evaluated {
                 Ok(Outcome::Done(out, next)) => Ok((out, next)),
-                Ok(Outcome::Call { server, tool, args, next }) => {
+                Ok(Outcome::Call {
+                    server,
+                    tool,
+                    args,
+                    next,
+                }) => {
                     input = Some(args.clone());
-                    self.call(id, server, tool, args).await.map(|v| (v, Some(next)))
+                    self.call(id, server, tool, args)
+                        .await
+                        .map(|v| (v, Some(next)))
                 }
                 Err(e) => Err(e),
             };
@@ -168,29 +196,48 @@ impl Executor<'_> {
                 Ok((output, next)) => {
                     context.set(id, output.clone());
                     let type_name = step.kind.type_name();
-                    let record = history.push(&step.id, type_name, node_start, node_end, input, output, None);
-                    self.emit(|| Event::NodeFinished { record: record.clone() });
+                    let record = history.push(
+                        &step.id, type_name, node_start, node_end, input, output, None,
+                    );
+                    self.emit(|| Event::NodeFinished {
+                        record: record.clone(),
+                    });
                     match next {
                         Some(n) => at = n,
                         None => {
-                            return Ok(record
-                                .output
-                                .clone()
-                                .unwrap_or_else(|| Value::from_json(Json::Object(Default::default()))));
+                            return Ok(record.output.clone().unwrap_or_else(|| {
+                                Value::from_json(Json::Object(Default::default()))
+                            }));
                         }
                     }
                 }
                 Err(err) => {
                     let msg = Some(err.to_string());
-                    let record = history.push(&step.id, step.kind.type_name(), node_start, node_end, input, None, msg);
-                    self.emit(|| Event::NodeFinished { record: record.clone() });
+                    let record = history.push(
+                        &step.id,
+                        step.kind.type_name(),
+                        node_start,
+                        node_end,
+                        input,
+                        None,
+                        msg,
+                    );
+                    self.emit(|| Event::NodeFinished {
+                        record: record.clone(),
+                    });
                     return Err(err);
                 }
             }
         }
     }
 
-    async fn call(&self, id: &str, server: &str, tool: &str, args: Json) -> Result<Option<Value>, RunError> {
+    async fn call(
+        &self,
+        id: &str,
+        server: &str,
+        tool: &str,
+        args: Json,
+    ) -> Result<Option<Value>, RunError> {
         let args = match args {
             Json::Object(map) => map,
             other => {
@@ -209,11 +256,18 @@ impl Executor<'_> {
             }
         };
         match result {
-            Err(e) => Err(RunError::new(RunErrorKind::Upstream, Some(id), e.to_string())),
+            Err(e) => Err(RunError::new(
+                RunErrorKind::Upstream,
+                Some(id),
+                e.to_string(),
+            )),
             Ok(r) if r.is_error => Err(RunError::new(
                 RunErrorKind::ToolError,
                 Some(id),
-                format!("tool `{tool}` of `{server}` failed: {}", tool_error_message(&r)),
+                format!(
+                    "tool `{tool}` of `{server}` failed: {}",
+                    tool_error_message(&r)
+                ),
             )),
             Ok(r) => Ok(mcp_output(r).map(Value::from_json)),
         }
@@ -233,11 +287,20 @@ fn js_falsy(v: &Value) -> bool {
 
 enum Outcome<'g> {
     Done(Option<Value>, Option<usize>),
-    Call { server: &'g str, tool: &'g str, args: Json, next: usize },
+    Call {
+        server: &'g str,
+        tool: &'g str,
+        args: Json,
+        next: usize,
+    },
 }
 
 /// The first condition whose rule is truthy, else the default.
-fn route(conditions: &[(Logic, usize)], default: usize, scope: &Scope<'_>) -> Result<usize, ExprError> {
+fn route(
+    conditions: &[(Logic, usize)],
+    default: usize,
+    scope: &Scope<'_>,
+) -> Result<usize, ExprError> {
     for (logic, next) in conditions {
         if truthy(&logic.evaluate(scope)?) {
             return Ok(*next);

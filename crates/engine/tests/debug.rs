@@ -30,23 +30,52 @@ async fn next_matching(rx: &mut Receiver<Event>, f: impl Fn(&Event) -> bool) -> 
 async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
     let engine = engine();
     let control = Control::with_breakpoints(["check_condition"]);
-    let mut handle = engine.start("sum_to_n", json!({"n": 3}), RunOptions { control: control.clone(), ..Default::default() });
+    let mut handle = engine.start(
+        "sum_to_n",
+        json!({"n": 3}),
+        RunOptions {
+            control: control.clone(),
+            ..Default::default()
+        },
+    );
     let mut rx = handle.events();
 
     let paused = next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await;
-    let Event::Paused { index, node_id, reason } = paused else { unreachable!() };
-    assert_eq!((index, &*node_id, reason), (2, "check_condition", "breakpoint"));
+    let Event::Paused {
+        index,
+        node_id,
+        reason,
+    } = paused
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        (index, &*node_id, reason),
+        (2, "check_condition", "breakpoint")
+    );
     assert!(control.is_paused());
-    assert_eq!(control.state().paused_at, Some((2, "check_condition".to_owned())));
+    assert_eq!(
+        control.state().paused_at,
+        Some((2, "check_condition".to_owned()))
+    );
 
     // Step: exactly one node runs (the switch), then the run pauses before the next one.
     control.remove_breakpoint("check_condition");
     control.step();
     let finished = next_matching(&mut rx, |e| matches!(e, Event::NodeFinished { .. })).await;
-    let Event::NodeFinished { record } = finished else { unreachable!() };
+    let Event::NodeFinished { record } = finished else {
+        unreachable!()
+    };
     assert_eq!(&*record.node_id, "check_condition");
     let paused = next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await;
-    let Event::Paused { index, node_id, reason } = paused else { unreachable!() };
+    let Event::Paused {
+        index,
+        node_id,
+        reason,
+    } = paused
+    else {
+        unreachable!()
+    };
     assert_eq!((index, &*node_id, reason), (3, "increment_node", "step"));
 
     control.resume();
@@ -59,13 +88,23 @@ async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
 async fn stop_while_paused_records_a_stopped_run() {
     let engine = engine();
     let control = Control::with_breakpoints(["exit_sum"]);
-    let mut handle = engine.start("sum_to_n", json!({"n": 2}), RunOptions { control: control.clone(), ..Default::default() });
+    let mut handle = engine.start(
+        "sum_to_n",
+        json!({"n": 2}),
+        RunOptions {
+            control: control.clone(),
+            ..Default::default()
+        },
+    );
     let mut rx = handle.events();
     next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await;
     control.stop();
     let run = handle.wait().await;
     assert_eq!(run.status, RunStatus::Stopped);
-    assert_eq!(run.history.records().last().map(|r| &*r.node_id), Some("check_condition"));
+    assert_eq!(
+        run.history.records().last().map(|r| &*r.node_id),
+        Some("check_condition")
+    );
 }
 
 #[tokio::test]
@@ -73,9 +112,18 @@ async fn pause_request_pauses_at_the_next_node() {
     let engine = engine();
     let control = Control::new();
     control.pause();
-    let mut handle = engine.start("sum_to_n", json!({"n": 2}), RunOptions { control: control.clone(), ..Default::default() });
+    let mut handle = engine.start(
+        "sum_to_n",
+        json!({"n": 2}),
+        RunOptions {
+            control: control.clone(),
+            ..Default::default()
+        },
+    );
     let mut rx = handle.events();
-    let Event::Paused { index, reason, .. } = next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await else {
+    let Event::Paused { index, reason, .. } =
+        next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await
+    else {
         unreachable!()
     };
     assert_eq!((index, reason), (0, "pause"));
@@ -102,7 +150,10 @@ async fn events_come_in_order_and_end_with_the_status() {
     assert_eq!(kinds.first().map(String::as_str), Some("start"));
     assert_eq!(kinds.last().map(String::as_str), Some("end:Succeeded"));
     assert_eq!(kinds.len(), 2 + 2 * run.history.len());
-    assert_eq!(kinds[1..3], ["+entry_sum".to_owned(), "-entry_sum".to_owned()]);
+    assert_eq!(
+        kinds[1..3],
+        ["+entry_sum".to_owned(), "-entry_sum".to_owned()]
+    );
 }
 
 #[tokio::test]
@@ -126,11 +177,17 @@ async fn many_runs_at_once_do_not_mix() {
     let mut tasks = Vec::new();
     for n in 1..=50u64 {
         let engine = engine.clone();
-        tasks.push(tokio::spawn(async move { (n, engine.run("sum_to_n", json!({"n": n})).await) }));
+        tasks.push(tokio::spawn(async move {
+            (n, engine.run("sum_to_n", json!({"n": n})).await)
+        }));
     }
     for t in tasks {
         let (n, run) = t.await.expect("joins");
         let want = n * (n + 1) / 2;
-        assert_eq!(run.output().map(|v| v.to_json()), Some(json!({"sum": want})), "n = {n}");
+        assert_eq!(
+            run.output().map(|v| v.to_json()),
+            Some(json!({"sum": want})),
+            "n = {n}"
+        );
     }
 }

@@ -23,7 +23,11 @@ async fn loop_sums_and_records_nine_steps_for_three() {
 async fn loop_gives_the_reference_results() {
     for (n, sum) in [(0, 1), (1, 1), (4, 10), (5, 15)] {
         let r = run("loop_example.yaml", "sum_to_n", json!({"n": n})).await;
-        assert_eq!(r.output().map(|v| v.to_json()), Some(json!({"sum": sum})), "n = {n}");
+        assert_eq!(
+            r.output().map(|v| v.to_json()),
+            Some(json!({"sum": sum})),
+            "n = {n}"
+        );
     }
 }
 
@@ -40,14 +44,21 @@ async fn switch_routes_with_loose_comparison() {
     ];
     for (args, want) in cases {
         let r = run("switch_example.yaml", "test_switch", args.clone()).await;
-        assert_eq!(r.output().map(|v| v.to_json()), Some(json!({"result": want})), "{args}");
+        assert_eq!(
+            r.output().map(|v| v.to_json()),
+            Some(json!({"result": want})),
+            "{args}"
+        );
         // A switch records the id of the node it routed to.
         let path = match want {
             "high" => "high_path",
             "low" => "low_path",
             _ => "zero_path",
         };
-        assert_eq!(r.history.records()[1].output.as_ref().map(|v| v.to_json()), Some(json!(path)));
+        assert_eq!(
+            r.history.records()[1].output.as_ref().map(|v| v.to_json()),
+            Some(json!(path))
+        );
     }
 }
 
@@ -65,7 +76,11 @@ async fn node_limit_names_the_limit_and_the_count() {
     let r = run("loop_example.yaml", "sum_to_n", json!({"n": 1000})).await;
     let err = r.result.expect_err("limit reached");
     assert_eq!(err.kind, RunErrorKind::Limit);
-    assert!(err.message.contains("maxNodeExecutions is 1000"), "{}", err.message);
+    assert!(
+        err.message.contains("maxNodeExecutions is 1000"),
+        "{}",
+        err.message
+    );
     assert_eq!(r.history.len(), 1000);
 }
 
@@ -75,4 +90,25 @@ async fn unknown_tool_is_a_clear_error() {
     let err = r.result.expect_err("unknown");
     assert_eq!(err.kind, RunErrorKind::UnknownTool);
     assert!(err.message.contains("sum_to_n"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn time_limit_names_the_limit() {
+    // A fast engine meets the node limit long before the time limit: raise the node limit.
+    let path = common::example("loop_example.yaml");
+    let text = std::fs::read_to_string(path).expect("read example");
+    let text = text.replacen(
+        "\ntools:",
+        "\nexecutionLimits:\n  maxNodeExecutions: 100000000\n  maxExecutionTimeMs: 1\n\ntools:",
+        1,
+    );
+    let (_, engine) = common::load_str(&text);
+    let r = engine.run("sum_to_n", json!({"n": 100000000})).await;
+    let err = r.result.expect_err("time limit reached");
+    assert_eq!(err.kind, RunErrorKind::Limit);
+    assert!(
+        err.message.contains("maxExecutionTimeMs is 1 "),
+        "{}",
+        err.message
+    );
 }

@@ -4,7 +4,12 @@ use clap::{Args, Parser, Subcommand};
 
 /// mcpflow: an MCP server whose tools are graphs of calls to other MCP servers.
 #[derive(Parser, Debug)]
-#[command(name = "mcpflow", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "mcpflow",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// Serve CONFIG over stdio (a drop-in for `mcpgraph -g CONFIG`).
     #[arg(short = 'g', long = "graph", value_name = "CONFIG")]
@@ -97,9 +102,14 @@ impl Cli {
             (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
             (Some(Sub::Schema), _) => Ok(Command::Schema),
             (None, Some(config)) => Ok(Command::Serve(ServeArgs {
-                config: ConfigArgs { config, mcp: self.mcp },
+                config: ConfigArgs {
+                    config,
+                    mcp: self.mcp,
+                },
             })),
-            (None, None) => Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into()),
+            (None, None) => {
+                Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into())
+            }
         }
     }
 }
@@ -109,7 +119,8 @@ pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, String> {
     let owned;
     let text = match text.strip_prefix('@') {
         Some(path) => {
-            owned = std::fs::read_to_string(path).map_err(|e| format!("{what}: cannot read {path}: {e}"))?;
+            owned = std::fs::read_to_string(path)
+                .map_err(|e| format!("{what}: cannot read {path}: {e}"))?;
             owned.as_str()
         }
         None => text,

@@ -21,7 +21,11 @@ pub fn eval(args: EvalArgs) -> ExitCode {
 }
 
 fn evaluate(args: &EvalArgs) -> Result<Option<Value>, String> {
-    let input = args.input.as_deref().map(|t| json_arg("--input", t)).transpose()?;
+    let input = args
+        .input
+        .as_deref()
+        .map(|t| json_arg("--input", t))
+        .transpose()?;
     if args.logic {
         let rule = json_arg("the rule", &args.expr)?;
         let data = input.unwrap_or(Value::Null);
@@ -32,7 +36,12 @@ fn evaluate(args: &EvalArgs) -> Result<Option<Value>, String> {
         };
         return result.map(Some).map_err(|e| describe(&e));
     }
-    let bindings = match args.bindings.as_deref().map(|t| json_arg("--bindings", t)).transpose()? {
+    let bindings = match args
+        .bindings
+        .as_deref()
+        .map(|t| json_arg("--bindings", t))
+        .transpose()?
+    {
         None => serde_json::Map::new(),
         Some(Value::Object(m)) => m,
         Some(_) => return Err("--bindings must be a JSON object".into()),

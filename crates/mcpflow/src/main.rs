@@ -26,7 +26,10 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&command);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcpflow: cannot start the async runtime: {e}");
@@ -40,7 +43,10 @@ fn main() -> ExitCode {
             Command::Validate(args) => load::validate(args),
             Command::Eval(args) => eval::eval(args),
             Command::Schema => {
-                println!("{}", serde_json::to_string_pretty(&mcpflow_config::schema()).unwrap_or_default());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&mcpflow_config::schema()).unwrap_or_default()
+                );
                 ExitCode::SUCCESS
             }
         }

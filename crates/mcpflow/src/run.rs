@@ -8,7 +8,10 @@ use crate::load::load;
 
 /// `mcpflow run`: one run, its result (and history) as JSON on stdout.
 pub async fn run(args: RunArgs) -> ExitCode {
-    let config = ConfigArgs { config: args.config.clone(), mcp: args.mcp.clone() };
+    let config = ConfigArgs {
+        config: args.config.clone(),
+        mcp: args.mcp.clone(),
+    };
     let (loaded, engine) = match load(&config) {
         Ok(x) => x,
         Err(code) => return code,
@@ -21,18 +24,34 @@ pub async fn run(args: RunArgs) -> ExitCode {
         }
     };
     let Some(tool) = loaded.config.tools.iter().find(|t| t.name == args.tool) else {
-        let names: Vec<&str> = loaded.config.tools.iter().map(|t| t.name.as_str()).collect();
-        eprintln!("mcpflow: no tool named `{}`; the config has: {}", args.tool, names.join(", "));
+        let names: Vec<&str> = loaded
+            .config
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        eprintln!(
+            "mcpflow: no tool named `{}`; the config has: {}",
+            args.tool,
+            names.join(", ")
+        );
         return ExitCode::from(2);
     };
     match ArgsValidator::new(&tool.input_schema).map(|v| v.check(&input)) {
         Ok(Ok(())) => {}
         Ok(Err(errors)) => {
-            eprintln!("mcpflow: invalid arguments for `{}`: {}", args.tool, errors.join("; "));
+            eprintln!(
+                "mcpflow: invalid arguments for `{}`: {}",
+                args.tool,
+                errors.join("; ")
+            );
             return ExitCode::FAILURE;
         }
         Err(e) => {
-            eprintln!("mcpflow: tool `{}` has an invalid inputSchema: {e}", args.tool);
+            eprintln!(
+                "mcpflow: tool `{}` has an invalid inputSchema: {e}",
+                args.tool
+            );
             return ExitCode::from(2);
         }
     }

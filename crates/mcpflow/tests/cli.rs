@@ -6,25 +6,66 @@ use serde_json::json;
 
 fn run_example(file: &str, tool: &str, args: serde_json::Value) -> serde_json::Value {
     let path = example(file);
-    let out = cli(&["run", path.to_str().expect("utf-8 path"), tool, "--args", &args.to_string()], None);
-    assert!(out.status.success(), "{file} {tool} {args}: {}", stderr(&out));
+    let out = cli(
+        &[
+            "run",
+            path.to_str().expect("utf-8 path"),
+            tool,
+            "--args",
+            &args.to_string(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{file} {tool} {args}: {}",
+        stderr(&out)
+    );
     stdout_json(&out)
 }
 
 #[test]
 fn run_gives_the_mcpgraph_results() {
-    assert_eq!(run_example("loop_example.yaml", "sum_to_n", json!({"n": 3})), json!({"sum": 6}));
-    assert_eq!(run_example("loop_example.yaml", "sum_to_n", json!({"n": 5})), json!({"sum": 15}));
-    assert_eq!(run_example("switch_example.yaml", "test_switch", json!({"value": 15})), json!({"result": "high"}));
-    assert_eq!(run_example("switch_example.yaml", "test_switch", json!({"value": 10})), json!({"result": "low"}));
-    assert_eq!(run_example("switch_example.yaml", "test_switch", json!({"value": -5})), json!({"result": "zero_or_negative"}));
-    assert_eq!(run_example("test_minimal.yaml", "test_tool", json!({})), json!({}));
+    assert_eq!(
+        run_example("loop_example.yaml", "sum_to_n", json!({"n": 3})),
+        json!({"sum": 6})
+    );
+    assert_eq!(
+        run_example("loop_example.yaml", "sum_to_n", json!({"n": 5})),
+        json!({"sum": 15})
+    );
+    assert_eq!(
+        run_example("switch_example.yaml", "test_switch", json!({"value": 15})),
+        json!({"result": "high"})
+    );
+    assert_eq!(
+        run_example("switch_example.yaml", "test_switch", json!({"value": 10})),
+        json!({"result": "low"})
+    );
+    assert_eq!(
+        run_example("switch_example.yaml", "test_switch", json!({"value": -5})),
+        json!({"result": "zero_or_negative"})
+    );
+    assert_eq!(
+        run_example("test_minimal.yaml", "test_tool", json!({})),
+        json!({})
+    );
 }
 
 #[test]
 fn run_with_history_prints_every_record() {
     let path = example("loop_example.yaml");
-    let out = cli(&["run", path.to_str().expect("utf-8"), "sum_to_n", "--args", r#"{"n": 3}"#, "--history"], None);
+    let out = cli(
+        &[
+            "run",
+            path.to_str().expect("utf-8"),
+            "sum_to_n",
+            "--args",
+            r#"{"n": 3}"#,
+            "--history",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = stdout_json(&out);
     assert_eq!(v["result"], json!({"sum": 6}));
@@ -48,7 +89,11 @@ fn run_exit_codes_say_what_failed() {
     // A run that fails (the node limit): 1, with the reason on stderr.
     let out = cli(&["run", p, "sum_to_n", "--args", r#"{"n": 100000}"#], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("maxNodeExecutions"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("maxNodeExecutions"),
+        "{}",
+        stderr(&out)
+    );
     // Arguments that do not match the inputSchema: 1, naming the pointer.
     let out = cli(&["run", p, "sum_to_n", "--args", r#"{"n": "three"}"#], None);
     assert_eq!(out.status.code(), Some(1));
@@ -62,12 +107,21 @@ fn run_exit_codes_say_what_failed() {
     // Not JSON in --args: 2.
     let out = cli(&["run", p, "sum_to_n", "--args", "{n: 3"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--args is not valid JSON"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--args is not valid JSON"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn validate_accepts_every_mcpgraph_file() {
-    for file in ["file_utils.yaml", "loop_example.yaml", "switch_example.yaml", "test_minimal.yaml"] {
+    for file in [
+        "file_utils.yaml",
+        "loop_example.yaml",
+        "switch_example.yaml",
+        "test_minimal.yaml",
+    ] {
         let path = example(file);
         let out = cli(&["validate", path.to_str().expect("utf-8")], None);
         assert!(out.status.success(), "{file}: {}", stderr(&out));
@@ -106,24 +160,58 @@ tools:
     let out = cli(&["validate", path.to_str().expect("utf-8")], None);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("broken.yaml:11:"), "unknown key `nxt` at line 11: {err}");
+    assert!(
+        err.contains("broken.yaml:11:"),
+        "unknown key `nxt` at line 11: {err}"
+    );
     assert!(err.contains("next"), "suggests `next`: {err}");
 }
 
 #[test]
 fn eval_jsonata_and_logic() {
-    let out = cli(&["eval", "$sum(items.price)", "--input", r#"{"items": [{"price": 2}, {"price": 3}]}"#], None);
+    let out = cli(
+        &[
+            "eval",
+            "$sum(items.price)",
+            "--input",
+            r#"{"items": [{"price": 2}, {"price": 3}]}"#,
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!(5));
     let out = cli(&["eval", "$x * 2", "--bindings", r#"{"x": 21}"#], None);
     assert_eq!(stdout_json(&out), json!(42));
     let out = cli(&["eval", "$sum("], None);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("[S0"), "names the JSONata code: {}", stderr(&out));
-    let out = cli(&["eval", "--logic", r#"{">": [{"var": "a"}, 10]}"#, "--input", r#"{"a": "15"}"#], None);
+    assert!(
+        stderr(&out).contains("[S0"),
+        "names the JSONata code: {}",
+        stderr(&out)
+    );
+    let out = cli(
+        &[
+            "eval",
+            "--logic",
+            r#"{">": [{"var": "a"}, 10]}"#,
+            "--input",
+            r#"{"a": "15"}"#,
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!(true));
-    let out = cli(&["eval", "--logic", "--classic", r#"{"var": ["a.b", 7]}"#, "--input", r#"{"a": {}}"#], None);
+    let out = cli(
+        &[
+            "eval",
+            "--logic",
+            "--classic",
+            r#"{"var": ["a.b", 7]}"#,
+            "--input",
+            r#"{"a": {}}"#,
+        ],
+        None,
+    );
     assert_eq!(stdout_json(&out), json!(7));
 }
 
@@ -132,14 +220,29 @@ fn schema_is_a_json_schema_of_the_config() {
     let out = cli(&["schema"], None);
     assert!(out.status.success());
     let schema = stdout_json(&out);
-    assert!(schema["$schema"].as_str().unwrap_or_default().contains("json-schema.org"), "{schema}");
+    assert!(
+        schema["$schema"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("json-schema.org"),
+        "{schema}"
+    );
     assert!(schema["properties"]["tools"].is_object());
 }
 
 #[test]
 fn readme_first_command_prints_the_sum() {
     let path = common::repo_example("sum.yaml");
-    let out = cli(&["run", path.to_str().expect("utf-8"), "sum_to_n", "--args", r#"{"n": 100}"#], None);
+    let out = cli(
+        &[
+            "run",
+            path.to_str().expect("utf-8"),
+            "sum_to_n",
+            "--args",
+            r#"{"n": 100}"#,
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!({"sum": 5050, "steps": 100}));
 }

@@ -24,37 +24,79 @@ fn layout() -> Layout {
     let mcpgraph = common::shared().join("compat/mcpgraph");
     std::os::unix::fs::symlink(&mcpgraph, dir.path().join("mcpGraph")).expect("symlink");
     let counting = mcpgraph.join("tests/counting").display().to_string();
-    Layout { _dir: dir, work, counting }
+    Layout {
+        _dir: dir,
+        work,
+        counting,
+    }
 }
 
 fn npx_present() -> bool {
-    std::process::Command::new("npx").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    std::process::Command::new("npx")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 #[test]
 fn file_utils_through_run() {
-    assert!(npx_present(), "this test needs node and npx (server-filesystem comes from npm)");
+    assert!(
+        npx_present(),
+        "this test needs node and npx (server-filesystem comes from npm)"
+    );
     let l = layout();
     let file = example("file_utils.yaml");
     let args = json!({"directory": l.counting}).to_string();
-    let out = cli(&["run", file.to_str().expect("utf-8"), "count_files", "--args", &args], Some(&l.work));
+    let out = cli(
+        &[
+            "run",
+            file.to_str().expect("utf-8"),
+            "count_files",
+            "--args",
+            &args,
+        ],
+        Some(&l.work),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!({"count": 7}));
-    let out = cli(&["run", file.to_str().expect("utf-8"), "sum_file_sizes", "--args", &args], Some(&l.work));
+    let out = cli(
+        &[
+            "run",
+            file.to_str().expect("utf-8"),
+            "sum_file_sizes",
+            "--args",
+            &args,
+        ],
+        Some(&l.work),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!({"totalSize": 1387}));
 }
 
 #[tokio::test]
 async fn file_utils_over_mcp() {
-    assert!(npx_present(), "this test needs node and npx (server-filesystem comes from npm)");
+    assert!(
+        npx_present(),
+        "this test needs node and npx (server-filesystem comes from npm)"
+    );
     let l = layout();
     let file = example("file_utils.yaml");
     let client = connect(&["serve", file.to_str().expect("utf-8")], Some(&l.work)).await;
     let r = call(&client, "count_files", json!({"directory": l.counting})).await;
-    assert_eq!(r.structured_content, Some(json!({"count": 7})), "{}", text(&r));
+    assert_eq!(
+        r.structured_content,
+        Some(json!({"count": 7})),
+        "{}",
+        text(&r)
+    );
     let r = call(&client, "sum_file_sizes", json!({"directory": l.counting})).await;
-    assert_eq!(r.structured_content, Some(json!({"totalSize": 1387})), "{}", text(&r));
+    assert_eq!(
+        r.structured_content,
+        Some(json!({"totalSize": 1387})),
+        "{}",
+        text(&r)
+    );
     // A directory outside the allowed one is the upstream's error, reported as the call's.
     let r = call(&client, "count_files", json!({"directory": "/etc"})).await;
     assert_eq!(r.is_error, Some(true), "{}", text(&r));

@@ -9,9 +9,24 @@ async fn initialize_carries_title_and_instructions() {
     let path = example("loop_example.yaml");
     let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
     let info = client.peer_info().expect("server info");
-    assert_eq!(info.server_info.as_ref().expect("serverInfo").name, "loopExample");
-    assert_eq!(info.server_info.as_ref().expect("serverInfo").title.as_deref(), Some("Loop Example"));
-    assert!(info.instructions.as_deref().unwrap_or_default().contains("loops"));
+    assert_eq!(
+        info.server_info.as_ref().expect("serverInfo").name,
+        "loopExample"
+    );
+    assert_eq!(
+        info.server_info
+            .as_ref()
+            .expect("serverInfo")
+            .title
+            .as_deref(),
+        Some("Loop Example")
+    );
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap_or_default()
+            .contains("loops")
+    );
     client.cancel().await.expect("closes");
 }
 
@@ -20,7 +35,14 @@ async fn title_defaults_to_the_name() {
     let path = example("test_minimal.yaml");
     let client = connect(&["-g", path.to_str().expect("utf-8")], None).await;
     let info = client.peer_info().expect("server info");
-    assert_eq!(info.server_info.as_ref().expect("serverInfo").title.as_deref(), Some("testMinimal"));
+    assert_eq!(
+        info.server_info
+            .as_ref()
+            .expect("serverInfo")
+            .title
+            .as_deref(),
+        Some("testMinimal")
+    );
     assert_eq!(info.instructions, None);
     client.cancel().await.expect("closes");
 }
@@ -34,7 +56,10 @@ async fn tools_keep_their_full_schemas() {
     assert_eq!(names, ["count_files", "sum_file_sizes"]);
     let count = &tools[0];
     assert_eq!(count.input_schema["required"], json!(["directory"]));
-    assert_eq!(count.input_schema["properties"]["directory"]["description"], "The directory path to count files in");
+    assert_eq!(
+        count.input_schema["properties"]["directory"]["description"],
+        "The directory path to count files in"
+    );
     let out = count.output_schema.as_ref().expect("outputSchema kept");
     assert_eq!(out["properties"]["count"]["type"], "number");
     client.cancel().await.expect("closes");
@@ -48,13 +73,22 @@ async fn examples_give_their_results_over_mcp() {
         let r = call(&client, "sum_to_n", json!({"n": n})).await;
         assert_eq!(r.is_error, Some(false));
         assert_eq!(r.structured_content, Some(json!({"sum": sum})));
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&text(&r)).ok(), Some(json!({"sum": sum})));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text(&r)).ok(),
+            Some(json!({"sum": sum}))
+        );
     }
     client.cancel().await.expect("closes");
 
     let path = example("switch_example.yaml");
     let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
-    for (v, want) in [(json!(15), "high"), (json!(5), "low"), (json!(10), "low"), (json!(0), "zero_or_negative"), (json!(-5), "zero_or_negative")] {
+    for (v, want) in [
+        (json!(15), "high"),
+        (json!(5), "low"),
+        (json!(10), "low"),
+        (json!(0), "zero_or_negative"),
+        (json!(-5), "zero_or_negative"),
+    ] {
         let r = call(&client, "test_switch", json!({"value": v})).await;
         assert_eq!(r.structured_content, Some(json!({"result": want})), "{v}");
     }
@@ -71,7 +105,11 @@ async fn wrong_arguments_are_reported_and_the_server_keeps_serving() {
     assert!(text(&r).contains("at /value"), "{}", text(&r));
     let r = call(&client, "test_switch", json!({})).await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("value"), "names the missing property: {}", text(&r));
+    assert!(
+        text(&r).contains("value"),
+        "names the missing property: {}",
+        text(&r)
+    );
     let r = call(&client, "test_switch", json!({"value": 11})).await;
     assert_eq!(r.structured_content, Some(json!({"result": "high"})));
     // An unknown tool is a protocol error, and the connection stays up.
@@ -86,11 +124,14 @@ async fn wrong_arguments_are_reported_and_the_server_keeps_serving() {
 #[tokio::test]
 async fn concurrent_calls_on_one_connection() {
     let path = example("loop_example.yaml");
-    let client = std::sync::Arc::new(connect(&["serve", path.to_str().expect("utf-8")], None).await);
+    let client =
+        std::sync::Arc::new(connect(&["serve", path.to_str().expect("utf-8")], None).await);
     let mut tasks = Vec::new();
     for n in 1..=20u64 {
         let client = client.clone();
-        tasks.push(tokio::spawn(async move { (n, call(&client, "sum_to_n", json!({"n": n})).await) }));
+        tasks.push(tokio::spawn(async move {
+            (n, call(&client, "sum_to_n", json!({"n": n})).await)
+        }));
     }
     for t in tasks {
         let (n, r) = t.await.expect("joins");

@@ -43,6 +43,7 @@ tools:
           - { rule: { "==": [ { var: "entry.tool" }, "count" ] }, next: count }
           - { rule: { "==": [ { var: "entry.tool" }, "text" ] }, next: text }
           - { rule: { "==": [ { var: "entry.tool" }, "missing" ] }, next: missing }
+          - { rule: { "==": [ { var: "entry.tool" }, "garbage" ] }, next: garbage }
         next: exit
       - { id: fail, type: mcp, server: fx, tool: fail, args: { message: "it broke" }, next: exit }
       - { id: crash, type: mcp, server: fx, tool: crash, args: {}, next: exit }
@@ -50,6 +51,7 @@ tools:
       - { id: count, type: mcp, server: fx, tool: count, args: {}, next: exit }
       - { id: text, type: mcp, server: fx, tool: echo_text, args: { text: "plain words" }, next: exit }
       - { id: missing, type: mcp, server: missing, tool: anything, args: {}, next: exit }
+      - { id: garbage, type: mcp, server: fx, tool: garbage, args: {}, next: exit }
       - { id: exit, type: exit }
 "#;
 
@@ -79,7 +81,11 @@ async fn upstream_failures_fail_the_call_clearly_and_the_server_keeps_serving() 
 
     let r = call(&client, "call", json!({"tool": "fail"})).await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("it broke") && text(&r).contains("node `fail`"), "{}", text(&r));
+    assert!(
+        text(&r).contains("it broke") && text(&r).contains("node `fail`"),
+        "{}",
+        text(&r)
+    );
 
     // An upstream that crashes mid-call: the error carries its stderr tail…
     let r = call(&client, "call", json!({"tool": "crash"})).await;
@@ -97,7 +103,17 @@ async fn upstream_failures_fail_the_call_clearly_and_the_server_keeps_serving() 
     // An upstream that cannot start names its command.
     let r = call(&client, "call", json!({"tool": "missing"})).await;
     assert_eq!(r.is_error, Some(true));
-    assert!(text(&r).contains("mcp-server-that-is-not-there"), "{}", text(&r));
+    assert!(
+        text(&r).contains("mcp-server-that-is-not-there"),
+        "{}",
+        text(&r)
+    );
+
+    // An upstream that writes garbage on its stdout: the call ends (whatever it answers)…
+    let _ = call(&client, "call", json!({"tool": "garbage"})).await;
+    // …and the upstream still serves the next call.
+    let r = call(&client, "call", json!({"tool": "count"})).await;
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
 
     // Still serving.
     let r = call(&client, "echo", json!({"x": 1})).await;

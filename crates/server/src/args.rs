@@ -22,10 +22,18 @@ impl ArgsValidator {
             .iter_errors(instance)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                let path = if path.is_empty() { "/".to_owned() } else { path };
+                let path = if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                };
                 format!("at {path}: {}", e.masked())
             })
             .collect();
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }

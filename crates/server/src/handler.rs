@@ -4,8 +4,8 @@ use std::sync::Arc;
 use mcpflow_config::{Config, ServerMeta};
 use mcpflow_engine::Engine;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -41,9 +41,16 @@ impl GraphServer {
         for def in &config.tools {
             let object = |v: &Value, what| match v {
                 Value::Object(m) => Ok(Arc::new(m.clone())),
-                _ => Err(ServerError::SchemaNotObject { tool: def.name.clone(), what }),
+                _ => Err(ServerError::SchemaNotObject {
+                    tool: def.name.clone(),
+                    what,
+                }),
             };
-            let mut tool = Tool::new(def.name.clone(), def.description.clone(), object(&def.input_schema, "inputSchema")?);
+            let mut tool = Tool::new(
+                def.name.clone(),
+                def.description.clone(),
+                object(&def.input_schema, "inputSchema")?,
+            );
             if let Some(title) = &def.title {
                 tool = tool.with_title(title.clone());
             }
@@ -53,21 +60,38 @@ impl GraphServer {
             if let Some(ann) = &def.annotations {
                 tool.annotations = serde_json::from_value(ann.clone()).ok();
             }
-            let input = ArgsValidator::new(&def.input_schema).map_err(|message| ServerError::BadInputSchema {
-                tool: def.name.clone(),
-                message,
+            let input = ArgsValidator::new(&def.input_schema).map_err(|message| {
+                ServerError::BadInputSchema {
+                    tool: def.name.clone(),
+                    message,
+                }
             })?;
             let output = def
                 .output_schema
                 .as_ref()
                 .map(ArgsValidator::new)
                 .transpose()
-                .map_err(|message| ServerError::BadOutputSchema { tool: def.name.clone(), message })?;
+                .map_err(|message| ServerError::BadOutputSchema {
+                    tool: def.name.clone(),
+                    message,
+                })?;
             tools.push(tool.clone());
-            by_name.insert(def.name.clone(), ToolEntry { tool, input, output });
+            by_name.insert(
+                def.name.clone(),
+                ToolEntry {
+                    tool,
+                    input,
+                    output,
+                },
+            );
         }
         Ok(GraphServer {
-            inner: Arc::new(Inner { meta: config.server.clone(), engine, tools, by_name }),
+            inner: Arc::new(Inner {
+                meta: config.server.clone(),
+                engine,
+                tools,
+                by_name,
+            }),
         })
     }
 
@@ -80,11 +104,18 @@ impl GraphServer {
     }
 
     /// Validates the arguments and runs the tool: the whole of `tools/call`, without transport.
-    pub async fn call(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>) -> Result<CallToolResult, McpError> {
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> Result<CallToolResult, McpError> {
         let Some(entry) = self.inner.by_name.get(name) else {
             let known: Vec<&str> = self.inner.tools.iter().map(|t| &*t.name).collect();
             return Err(McpError::invalid_params(
-                format!("unknown tool `{name}`; this server has: {}", known.join(", ")),
+                format!(
+                    "unknown tool `{name}`; this server has: {}",
+                    known.join(", ")
+                ),
                 None,
             ));
         };
@@ -98,7 +129,9 @@ impl GraphServer {
         }
         let run = self.inner.engine.run(name, args).await;
         match &run.result {
-            Ok(_) => tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run succeeded"),
+            Ok(_) => {
+                tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run succeeded")
+            }
             Err(e) => tracing::warn!(run = %run.id, tool = name, error = %e, "run failed"),
         }
         Ok(tool_result(&run, entry.output.as_ref()))
@@ -135,6 +168,8 @@ impl ServerHandler for GraphServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(&request.name, request.arguments).await.map(Into::into)
+        self.call(&request.name, request.arguments)
+            .await
+            .map(Into::into)
     }
 }

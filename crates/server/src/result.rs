@@ -26,7 +26,10 @@ pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallTool
         }
         Err(e) => {
             let place = if e.node_id.is_some() { " at" } else { ":" };
-            CallToolResult::error(vec![ContentBlock::text(format!("tool `{}` failed{place} {e}", run.tool))])
+            CallToolResult::error(vec![ContentBlock::text(format!(
+                "tool `{}` failed{place} {e}",
+                run.tool
+            ))])
         }
     }
 }

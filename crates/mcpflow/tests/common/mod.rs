@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
+    ProtocolVersion,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -19,14 +20,22 @@ pub fn mcpflow() -> PathBuf {
 /// The fixture MCP server, built beside mcpflow by `cargo build --workspace --bins`.
 pub fn fixture() -> PathBuf {
     let bin = mcpflow().with_file_name("mcpflow-fixture");
-    assert!(bin.exists(), "{} is missing: run `cargo build --workspace --bins` first (scripts/test does)", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (scripts/test does)",
+        bin.display()
+    );
     bin
 }
 
 /// `../shared/` beside the repo root.
 pub fn shared() -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    assert!(p.join("compat/mcpgraph").is_dir(), "these tests need ../shared/ beside the repo root (looked at {})", p.display());
+    assert!(
+        p.join("compat/mcpgraph").is_dir(),
+        "these tests need ../shared/ beside the repo root (looked at {})",
+        p.display()
+    );
     p.canonicalize().expect("shared/ resolves")
 }
 
@@ -35,7 +44,9 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 pub fn repo_example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
 }
 
 /// Runs the binary to completion.
@@ -51,7 +62,10 @@ pub fn cli(args: &[&str], cwd: Option<&Path>) -> Output {
 pub fn stdout_json(out: &Output) -> Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {text}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
+        panic!(
+            "stdout is not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
     })
 }
 
@@ -63,7 +77,11 @@ pub fn stderr(out: &Output) -> String {
 pub fn write_config(dir: &Path, yaml: &str) -> PathBuf {
     let path = dir.join("graph.yaml");
     let fixture = fixture();
-    std::fs::write(&path, yaml.replace("{fixture}", &fixture.display().to_string())).expect("write config");
+    std::fs::write(
+        &path,
+        yaml.replace("{fixture}", &fixture.display().to_string()),
+    )
+    .expect("write config");
     path
 }
 
@@ -81,13 +99,18 @@ pub async fn connect(args: &[&str], cwd: Option<&Path>) -> Client {
         .spawn()
         .map(|(t, _)| t)
         .expect("mcpflow starts");
-    let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("mcpflow-tests", "0.0.0"))
-        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+    let config = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcpflow-tests", "0.0.0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25);
     config.serve(transport).await.expect("initialize succeeds")
 }
 
 pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(map) = args else { panic!("arguments must be an object") };
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
     client
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
         .await
@@ -97,5 +120,8 @@ pub async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
 /// The text of the first content block.
 pub fn text(result: &CallToolResult) -> String {
     let v = serde_json::to_value(result).expect("serializes");
-    v["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
