@@ -96,6 +96,7 @@ async fn a_command_that_does_not_exist_is_a_clear_spawn_error() {
         message.contains("/nonexistent/mcp-server --flag"),
         "{message}"
     );
+    assert!(message.contains("program not found"), "{message}");
     // It keeps failing the same way, without a child left behind.
     let again = pool.list_tools("ghost").await.unwrap_err();
     assert!(matches!(again, UpstreamError::Spawn { .. }), "{again:?}");
