@@ -22,7 +22,11 @@ impl fmt::Display for ConfigError {
         if self.line == 0 {
             write!(f, "{}: {}", self.file, self.message)?;
         } else {
-            write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)?;
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file, self.line, self.col, self.message
+            )?;
         }
         if let Some(hint) = &self.hint {
             write!(f, "\n  hint: {hint}")?;

@@ -11,7 +11,7 @@
 /// Why a string could not be interpolated. Offsets count characters from the string's start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InterpolationError {
-    #[error("environment variable {} not set", names_list(names))]
+    #[error("{}", unset_message(names))]
     Unset {
         /// Every unset variable of the string, in order, each once.
         names: Vec<String>,
@@ -35,11 +35,11 @@ impl InterpolationError {
     }
 }
 
-fn names_list(names: &[String]) -> String {
+fn unset_message(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
     match quoted.as_slice() {
-        [one] => format!("{one} is"),
-        _ => format!("{} are", quoted.join(", ")),
+        [one] => format!("environment variable {one} is not set"),
+        _ => format!("environment variables {} are not set", quoted.join(", ")),
     }
 }
 
@@ -182,7 +182,10 @@ mod tests {
     fn replaces_variables() {
         assert_eq!(run("Bearer ${TOKEN}").unwrap(), "Bearer s3cret");
         assert_eq!(run("${HOME}/x:${TOKEN}").unwrap(), "/home/u/x:s3cret");
-        assert_eq!(run("no refs, $5 and $HOME").unwrap(), "no refs, $5 and $HOME");
+        assert_eq!(
+            run("no refs, $5 and $HOME").unwrap(),
+            "no refs, $5 and $HOME"
+        );
         assert_eq!(run("${EMPTY}").unwrap(), "");
         assert_eq!(run("é${TOKEN}é").unwrap(), "és3creté");
         assert_eq!(run("${env:TOKEN}").unwrap(), "s3cret");
@@ -215,10 +218,7 @@ mod tests {
             }
         );
         let text = err.to_string();
-        assert_eq!(
-            text,
-            "environment variables \"NOPE\", \"ALSO\" are not set"
-        );
+        assert_eq!(text, "environment variables \"NOPE\", \"ALSO\" are not set");
         assert!(!text.contains("s3cret"));
     }
 

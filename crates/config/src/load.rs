@@ -17,7 +17,7 @@ use crate::yaml::{self, escape};
 use crate::{structure, validate};
 
 /// A loaded, validated config, with what is needed to point back into its files.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
     /// The config file as given (for [`load_str`], the name given).
@@ -385,11 +385,7 @@ fn interpolate_one(
             problems.push(
                 Problem::new(
                     ptr,
-                    format!(
-                        "{e} (used in {}{})",
-                        field_name(ptr),
-                        in_owner(ptr, doc)
-                    ),
+                    format!("{e} (used in {}{})", field_name(ptr), in_owner(ptr, doc)),
                 )
                 .at(anchor)
                 .hint(hint),

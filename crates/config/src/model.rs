@@ -97,6 +97,7 @@ pub struct StdioServer {
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<StdioKind>,
     /// Program to start.
+    #[schemars(length(min = 1))]
     pub command: String,
     /// Its arguments (may be empty). `${VAR}` is interpolated from the environment.
     #[serde(default)]
@@ -127,6 +128,7 @@ pub struct RemoteServer {
     #[serde(rename = "type")]
     pub kind: RemoteKind,
     /// Endpoint URL.
+    #[schemars(length(min = 1))]
     pub url: String,
     /// Extra HTTP headers. `${VAR}` is interpolated.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -192,27 +194,39 @@ pub enum Node {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntryNode {
+    /// Unique in the tool; expressions read this node's output as `$.<id>`.
+    #[schemars(length(min = 1))]
     pub id: String,
+    /// Id of the node to run next.
+    #[schemars(length(min = 1))]
     pub next: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExitNode {
+    /// Unique in the tool.
+    #[schemars(length(min = 1))]
     pub id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpNode {
+    /// Unique in the tool; expressions read this node's output as `$.<id>`.
+    #[schemars(length(min = 1))]
     pub id: String,
     /// Name of a server in `mcpServers`.
+    #[schemars(length(min = 1))]
     pub server: String,
     /// Tool to call on that server.
+    #[schemars(length(min = 1))]
     pub tool: String,
     /// Arguments: literal JSON, where an object whose single key is `expr` is a JSONata expression.
     #[serde(default = "empty_object")]
     pub args: Value,
+    /// Id of the node to run next.
+    #[schemars(length(min = 1))]
     pub next: String,
 }
 
@@ -223,8 +237,12 @@ fn empty_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransformNode {
+    /// Unique in the tool; expressions read this node's output as `$.<id>`.
+    #[schemars(length(min = 1))]
     pub id: String,
     pub transform: Transform,
+    /// Id of the node to run next.
+    #[schemars(length(min = 1))]
     pub next: String,
 }
 
@@ -238,11 +256,14 @@ pub struct Transform {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchNode {
+    /// Unique in the tool; its recorded output is the id of the node it routed to.
+    #[schemars(length(min = 1))]
     pub id: String,
     /// Tried in order; the first whose rule is truthy wins.
     #[serde(default)]
     pub conditions: Vec<Condition>,
     /// Where to go when no condition holds.
+    #[schemars(length(min = 1))]
     pub next: String,
 }
 
@@ -251,6 +272,8 @@ pub struct SwitchNode {
 pub struct Condition {
     /// A JSON Logic rule; `{var: "<JSONata>"}` reads the context.
     pub rule: Value,
+    /// Id of the node to run when the rule holds.
+    #[schemars(length(min = 1))]
     pub next: String,
 }
 

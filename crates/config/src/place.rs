@@ -30,8 +30,8 @@ pub(crate) fn owner(pointer: &str, doc: &Value) -> Option<String> {
     match segs.as_slice() {
         [tools, i, nodes, j, ..] if tools == "tools" && nodes == "nodes" => {
             let node = match str_at(doc, &format!("/tools/{i}/nodes/{j}/id")) {
-                Some(id) => format!("node \"{id}\""),
-                None => format!("node #{}", index_plus_one(j)),
+                Some(id) if !id.is_empty() => format!("node \"{id}\""),
+                _ => format!("node #{}", index_plus_one(j)),
             };
             Some(format!("{node} of {}", tool_name(doc, i)))
         }

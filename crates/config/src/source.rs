@@ -108,7 +108,10 @@ pub struct SourceMap {
 impl fmt::Debug for SourceMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SourceMap")
-            .field("files", &self.files.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "files",
+                &self.files.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .field("nodes", &self.spans.len())
             .finish()
     }

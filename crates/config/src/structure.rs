@@ -105,7 +105,7 @@ impl Ctx<'_> {
                 let key = property.as_str().unwrap_or_default();
                 let hint = self
                     .property_description(err, key)
-                    .map(|d| format!("`{key}`: {d}"));
+                    .map(|d| format!("`{key}`: {}", sentence_case(&d)));
                 out.required.push((
                     format!("{pointer}/{}", escape(key)),
                     Problem::new(
@@ -120,7 +120,7 @@ impl Ctx<'_> {
             }
             ValidationErrorKind::Type { .. } => {
                 let expected = self.keyword_value(err);
-                out.push(self.type_problem(&pointer, &instance, expected));
+                out.push(self.type_problem(&pointer, instance, expected));
             }
             ValidationErrorKind::Minimum { .. } | ValidationErrorKind::ExclusiveMinimum { .. } => {
                 out.push(Problem::new(
@@ -128,7 +128,7 @@ impl Ctx<'_> {
                     format!(
                         "{} must be a positive integer, got {}{}",
                         field_name(&pointer),
-                        self.written(&pointer, &instance),
+                        self.written(&pointer, instance),
                         self.in_place(place::parent(&pointer))
                     ),
                 ));
@@ -146,16 +146,16 @@ impl Ctx<'_> {
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_str).collect())
                     .unwrap_or_default();
-                out.push(self.choice_problem(&pointer, &instance, &options));
+                out.push(self.choice_problem(&pointer, instance, &options));
             }
             ValidationErrorKind::Constant { expected_value } => {
                 let options: Vec<&str> = expected_value.as_str().into_iter().collect();
-                out.push(self.choice_problem(&pointer, &instance, &options));
+                out.push(self.choice_problem(&pointer, instance, &options));
             }
             ValidationErrorKind::OneOfNotValid { context }
             | ValidationErrorKind::AnyOf { context } => {
                 let kinds = self.union_types(err);
-                self.union(&pointer, &instance, context, &kinds, out);
+                self.union(&pointer, instance, context, &kinds, out);
             }
             _ => out.push(Problem::new(
                 pointer.clone(),
@@ -397,14 +397,22 @@ impl Ctx<'_> {
         };
         let mut kinds = Vec::new();
         for branch in branches {
-            let Some(t) = self.deref(branch).get("properties").and_then(|p| p.get("type")) else {
+            let Some(t) = self
+                .deref(branch)
+                .get("properties")
+                .and_then(|p| p.get("type"))
+            else {
                 continue;
             };
             let t = self.deref(t);
             let t = t
                 .get("anyOf")
                 .and_then(Value::as_array)
-                .and_then(|a| a.iter().map(|s| self.deref(s)).find(|s| s.get("enum").is_some()))
+                .and_then(|a| {
+                    a.iter()
+                        .map(|s| self.deref(s))
+                        .find(|s| s.get("enum").is_some())
+                })
                 .unwrap_or(t);
             if let Some(c) = t.get("const").and_then(Value::as_str) {
                 kinds.push(c.to_owned());
@@ -437,5 +445,15 @@ fn article(json_type: &str) -> &'static str {
         "object" => "a mapping",
         "null" => "empty",
         _ => "a value of another type",
+    }
+}
+
+/// "Program to start." → "program to start", to follow a key name in a hint.
+fn sentence_case(description: &str) -> String {
+    let d = description.trim_end_matches('.');
+    let mut chars = d.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

@@ -47,7 +47,9 @@ pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
                         format!("{ptr}/name"),
                         format!("duplicate tool name \"{name}\""),
                     )
-                    .hint(format!("tool names must be unique; the first \"{name}\" is{at}")),
+                    .hint(format!(
+                        "tool names must be unique; the first \"{name}\" is{at}"
+                    )),
                 );
             } else {
                 names.insert(name, i);
@@ -105,7 +107,10 @@ fn check_json_schema(schema: &Value, ptr: &str, key: &str, doc: &Value, f: &mut 
         f.errors.push(
             Problem::new(
                 ptr,
-                format!("\"{key}\"{owner} must be a JSON Schema object, got {}", crate::place::describe(schema)),
+                format!(
+                    "\"{key}\"{owner} must be a JSON Schema object, got {}",
+                    crate::place::describe(schema)
+                ),
             )
             .hint("for example `{type: object, properties: {...}}`"),
         );
@@ -121,8 +126,11 @@ fn check_json_schema(schema: &Value, ptr: &str, key: &str, doc: &Value, f: &mut 
     }
     if key == "inputSchema" && schema.get("type").and_then(Value::as_str) != Some("object") {
         f.warnings.push(
-            Problem::new(ptr, format!("\"inputSchema\"{owner} does not say `type: object`"))
-                .hint("MCP clients expect a tool's arguments to be an object"),
+            Problem::new(
+                ptr,
+                format!("\"inputSchema\"{owner} does not say `type: object`"),
+            )
+            .hint("MCP clients expect a tool's arguments to be an object"),
         );
     }
 }
@@ -159,7 +167,9 @@ impl ToolCheck<'_> {
                         format!("{}/id", self.node_ptr(j)),
                         format!("duplicate node id \"{id}\" in {tool_desc}"),
                     )
-                    .hint(format!("node ids must be unique in a tool; the first \"{id}\" is{at}")),
+                    .hint(format!(
+                        "node ids must be unique in a tool; the first \"{id}\" is{at}"
+                    )),
                 );
             } else {
                 ids.insert(id, j);
@@ -178,7 +188,8 @@ impl ToolCheck<'_> {
             for (ptr, target) in successor_pointers(node, &self.node_ptr(j)) {
                 if !ids.contains_key(target) {
                     dangling = true;
-                    f.errors.push(self.dangling(&ptr, node.id(), target, &ids, &tool_desc));
+                    f.errors
+                        .push(self.dangling(&ptr, node.id(), target, &ids, &tool_desc));
                 }
             }
             self.check_node(node, j, f);
@@ -226,10 +237,15 @@ impl ToolCheck<'_> {
                             format!(
                                 "{tool_desc} has more than one {kind} node: \"{}\" and \"{}\"",
                                 first_id.unwrap_or("?"),
-                                self.nodes[j].get("id").and_then(Value::as_str).unwrap_or("?")
+                                self.nodes[j]
+                                    .get("id")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("?")
                             ),
                         )
-                        .hint(format!("a tool has exactly one {kind} node; the first is{at}")),
+                        .hint(format!(
+                            "a tool has exactly one {kind} node; the first is{at}"
+                        )),
                     );
                 }
                 None
@@ -294,7 +310,12 @@ impl ToolCheck<'_> {
                 }
             }
             Node::Transform(t) => {
-                self.jsonata(&format!("{ptr}/transform/expr"), &t.transform.expr, &t.id, f);
+                self.jsonata(
+                    &format!("{ptr}/transform/expr"),
+                    &t.transform.expr,
+                    &t.id,
+                    f,
+                );
             }
             Node::Switch(s) => {
                 for (k, cond) in s.conditions.iter().enumerate() {

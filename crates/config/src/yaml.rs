@@ -144,8 +144,8 @@ pub(crate) fn parse(text: &str, file: usize) -> Result<Parsed, Problem> {
         emit_comments: false,
         with_snippet: false,
     };
-    let root: Spanned<Node> = serde_saphyr::from_str_with_options(text, options)
-        .map_err(|e| yaml_problem(&e, file))?;
+    let root: Spanned<Node> =
+        serde_saphyr::from_str_with_options(text, options).map_err(|e| yaml_problem(&e, file))?;
     let mut builder = Builder {
         file,
         text,
@@ -219,15 +219,12 @@ impl Builder<'_> {
                     let child = format!("{pointer}/{}", escape(&k.value));
                     if let Some(first) = seen.get(&k.value) {
                         self.problems.push(
-                            Problem::new(
-                                child,
-                                format!("duplicate key \"{}\"", k.value),
-                            )
-                            .at(Anchor::At(self.file, key_pos))
-                            .hint(format!(
-                                "\"{}\" is already set at line {}; remove one of them",
-                                k.value, first.line
-                            )),
+                            Problem::new(child, format!("duplicate key \"{}\"", k.value))
+                                .at(Anchor::At(self.file, key_pos))
+                                .hint(format!(
+                                    "\"{}\" is already set at line {}; remove one of them",
+                                    k.value, first.line
+                                )),
                         );
                         continue;
                     }

@@ -58,7 +58,10 @@ fn example_details_survive_loading() {
     let Node::Mcp(list) = &c.tools[0].nodes[1] else {
         panic!("second node is an mcp node");
     };
-    assert_eq!(list.args, serde_json::json!({"path": {"expr": "$.entry.directory"}}));
+    assert_eq!(
+        list.args,
+        serde_json::json!({"path": {"expr": "$.entry.directory"}})
+    );
     assert_eq!(
         loaded.base_dir,
         std::path::absolute(mcpgraph().join("examples")).expect("absolute")
@@ -75,7 +78,9 @@ fn example_details_survive_loading() {
 fn positions_of_json_pointers() {
     let path = mcpgraph().join("examples/switch_example.yaml");
     let loaded = load(&path, None).expect("loads");
-    let pos = loaded.locate("/tools/0/nodes/2").expect("node 2 is in the file");
+    let pos = loaded
+        .locate("/tools/0/nodes/2")
+        .expect("node 2 is in the file");
     assert_eq!((pos.line, pos.col), (51, 9)); // `- id: "high_path"`
     assert!(pos.file.ends_with("switch_example.yaml"));
     assert_eq!(pos.to_string(), format!("{}:51:9", path.display()));
@@ -123,11 +128,16 @@ fn mcp_json_merge_the_graph_wins() {
     };
     assert_eq!(shared.args, ["from-graph"]);
     // A merged server's position is in the mcp.json it came from.
-    let pos = loaded.locate("/mcpServers/mcpOnlyServer/args/0").expect("located");
+    let pos = loaded
+        .locate("/mcpServers/mcpOnlyServer/args/0")
+        .expect("located");
     assert!(pos.file.ends_with("test-mcp-merge.json"), "{pos}");
     assert_eq!(pos.line, 9);
     let graph_pos = loaded.locate("/mcpServers/sharedServer").expect("located");
-    assert!(graph_pos.file.ends_with("test-graph-merge.yaml"), "{graph_pos}");
+    assert!(
+        graph_pos.file.ends_with("test-graph-merge.yaml"),
+        "{graph_pos}"
+    );
 }
 
 #[test]
