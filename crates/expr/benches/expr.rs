@@ -3,7 +3,9 @@
 //! must not depend on the history's length.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use mcpflow_expr::{Context, Jsonata, Limits, Logic, MemoryHistory, Scope, Template, Value};
+use mcpflow_expr::{
+    Context, HistoryView, Jsonata, Limits, Logic, MemoryHistory, Scope, Template, Value,
+};
 use serde_json::json;
 
 const INCREMENT: &str = r#"$executionCount("increment_node") = 0
@@ -39,8 +41,6 @@ fn run(records: usize) -> (MemoryHistory, Context) {
     (history, ctx)
 }
 
-use mcpflow_expr::HistoryView;
-
 fn bench(c: &mut Criterion) {
     let transform = Jsonata::compile(INCREMENT).expect("transform compiles");
     let rule = Logic::compile(&json!({
@@ -68,6 +68,33 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // One loop iteration as the engine runs it (two nodes: the transform, then the switch),
+    // with the history growing to the number of iterations criterion asks for.
+    c.bench_function("loop_iteration_two_nodes", |b| {
+        b.iter_custom(|iters| {
+            let (mut history, mut ctx) = run(1);
+            let routed = Value::from_json(json!("increment_node"));
+            let start = std::time::Instant::now();
+            for _ in 0..iters {
+                let out = {
+                    let scope = Scope::new(&ctx, &history, &limits);
+                    transform.evaluate(&scope).expect("evaluates")
+                };
+                history.push("increment_node", out.clone());
+                ctx.set("increment_node", out);
+                let go = {
+                    let scope = Scope::new(&ctx, &history, &limits);
+                    rule.evaluate(&scope).expect("evaluates")
+                };
+                std::hint::black_box(mcpflow_expr::truthy(&go));
+                history.push("check_condition", Some(routed.clone()));
+                ctx.set("check_condition", Some(routed.clone()));
+            }
+            start.elapsed()
+        })
+    });
+
     let mut ctx = Context::new();
     ctx.set("entry", Some(Value::from_json(json!({"value": "15"}))));
     let scope = Scope::new(&ctx, &mcpflow_expr::NoHistory, &limits);

@@ -138,20 +138,26 @@ impl Jsonata {
                 history,
                 limits,
             ),
-            Plan::Hoisted { expr, calls } => {
+            Plan::Hoisted {
+                expr,
+                calls,
+                replaced,
+            } => {
                 let bindings = hoisted_bindings(calls, history);
-                self.run(expr, input, &bindings, history, limits)
-                    // The rewritten expression reports positions in its own text: evaluate the
-                    // one as written for the error to point at the user's source.
-                    .or_else(|_| {
-                        self.run(
-                            &self.inner.expr,
-                            input,
-                            &history::FUNCTIONS,
-                            history,
-                            limits,
-                        )
-                    })
+                match self.run(expr, input, &bindings, history, limits) {
+                    Ok(v) => Ok(v),
+                    // An error about a replaced call would show its variable: the expression as
+                    // written tells it in the user's terms (evaluation is pure, so it fails
+                    // the same way).
+                    Err(e) if e.message.contains(plan::HOISTED_PREFIX) => {
+                        let functions = &history::FUNCTIONS;
+                        self.run(&self.inner.expr, input, functions, history, limits)
+                    }
+                    Err(mut e) => {
+                        e.position = e.position.map(|p| plan::original_position(replaced, p));
+                        Err(e)
+                    }
+                }
             }
         }
     }

@@ -45,6 +45,12 @@ impl serde::Serialize for Value {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Value {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Json::deserialize(d).map(Value::from_json)
+    }
+}
+
 /// The flat `{nodeId: latest output}` object that expressions see as `$` and `$$`.
 ///
 /// Kept incrementally by the engine: [`Context::set`] replaces one entry and shares the output

@@ -95,10 +95,41 @@ fn hoisted_history_calls_report_positions_in_the_source_as_written() {
     let ctx = Context::new();
     let limits = Limits::default();
     let scope = Scope::new(&ctx, &history, &limits);
-    let src = r#"$nodeExecution("n", -1).v + 1"#;
-    let err = Jsonata::compile(src).unwrap().evaluate(&scope).unwrap_err();
-    assert_eq!(err.code.as_deref(), Some("T2001"));
-    assert_eq!(err.position, Some(src.find('+').unwrap() + 1));
+    for src in [
+        r#"$nodeExecution("n", -1).v + 1"#,
+        r#"$executionCount("n") + $nodeExecution("n", -1).v + 1"#,
+        r#"$executionCount("n") + 1 + $nodeExecution("n", -1).v"#,
+        r#"$executionCount("n") + $executionCount("n") + $nodeExecution("n", -1).v"#,
+    ] {
+        let compiled = Jsonata::compile(src).unwrap();
+        let err = compiled.evaluate(&scope).unwrap_err();
+        // The same expression with computed arguments is not rewritten.
+        let dynamic = src.replace("\"n\"", "$string(\"n\")");
+        let expected = Jsonata::compile(&dynamic)
+            .unwrap()
+            .evaluate(&scope)
+            .unwrap_err();
+        let shift = (dynamic.len() - src.len()) / 2;
+        assert_eq!(err.code, expected.code, "{src}");
+        assert!(
+            err.position.is_some() && expected.position.is_some(),
+            "{src}: {err} / {expected}"
+        );
+        let (got, want) = (err.position.unwrap_or(0), expected.position.unwrap_or(0));
+        // Each replaced "n" is 9 characters longer in the dynamic form.
+        let before = dynamic[..want].matches("$string").count();
+        assert_eq!(
+            got + before * 9,
+            want,
+            "{src}: {err} vs {expected} (shift {shift})"
+        );
+    }
+    // An error about the call itself names the function, not a hidden variable.
+    let err = Jsonata::compile(r#"$nodeExecution("n", -1)()"#)
+        .unwrap()
+        .evaluate(&scope)
+        .unwrap_err();
+    assert!(!err.message.contains("__mcpflow"), "{err}");
 }
 
 #[test]

@@ -20,8 +20,37 @@ pub(super) enum Plan {
     Hoisted {
         expr: Expression,
         calls: Vec<Hoisted>,
+        /// Where the calls were replaced, to report positions in the source as written.
+        replaced: Vec<Replaced>,
     },
 }
+
+/// One replaced call, as UTF-16 offsets (JSONata's positions) in the rewritten and the
+/// original source.
+#[derive(Debug)]
+pub(super) struct Replaced {
+    rewritten: (usize, usize),
+    original: (usize, usize),
+}
+
+/// The position in the original source of `position` in the rewritten one.
+pub(super) fn original_position(replaced: &[Replaced], position: usize) -> usize {
+    let mut mapped = position;
+    for r in replaced {
+        if position <= r.rewritten.0 {
+            break;
+        }
+        if position <= r.rewritten.1 {
+            return r.original.1;
+        }
+        mapped = position - r.rewritten.1 + r.original.1;
+    }
+    mapped
+}
+
+/// The prefix of the variables that replace calls: errors that name one are re-run on the
+/// source as written.
+pub(super) const HOISTED_PREFIX: &str = "__mcpflow_h";
 
 #[derive(Debug)]
 pub(super) struct Hoisted {
@@ -139,10 +168,12 @@ fn hoist(expr: &Expression) -> Option<Plan> {
     }
     found.sort_by_key(|f| f.0);
     let prefix = (0..)
-        .map(|n| format!("__mcpflow_h{}_", "x".repeat(n)))
+        .map(|n| format!("{HOISTED_PREFIX}{}_", "x".repeat(n)))
         .find(|p| !src.contains(p.as_str()))?;
+    let utf16 = |s: &str| s.encode_utf16().count();
     let mut out = String::with_capacity(src.len());
     let mut calls: Vec<Hoisted> = Vec::new();
+    let mut replaced = Vec::new();
     let mut at = 0;
     for (start, end, function, args) in found {
         if start < at || end > src.len() {
@@ -163,8 +194,14 @@ fn hoist(expr: &Expression) -> Option<Plan> {
             }
         };
         out.push_str(src.get(at..start)?);
+        let rewritten_start = utf16(&out);
         out.push('$');
         out.push_str(&calls[index].var);
+        let original_start = utf16(src.get(..start)?);
+        replaced.push(Replaced {
+            rewritten: (rewritten_start, utf16(&out)),
+            original: (original_start, original_start + utf16(src.get(start..end)?)),
+        });
         at = end;
     }
     out.push_str(src.get(at..)?);
@@ -172,6 +209,7 @@ fn hoist(expr: &Expression) -> Option<Plan> {
     Some(Plan::Hoisted {
         expr: rewritten,
         calls,
+        replaced,
     })
 }
 
@@ -238,7 +276,7 @@ mod tests {
 
     #[test]
     fn literal_history_calls_are_hoisted() {
-        let Plan::Hoisted { expr, calls } = plan(
+        let Plan::Hoisted { expr, calls, .. } = plan(
             r#"$executionCount("n") = 0 ? 1 : $nodeExecution("n", -1).c + $nodeExecution("n", -1).s"#,
         ) else {
             panic!("not hoisted");

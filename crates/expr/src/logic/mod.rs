@@ -113,14 +113,15 @@ fn path_text(path: &[String]) -> String {
     }
 }
 
-/// Deeper rules are refused rather than risking the stack in compile and evaluate.
+/// Deeper rules (in steps from the root: an operator and its operand index are two) are
+/// refused rather than risking the stack in compile and evaluate.
 const MAX_NESTING: usize = 512;
 
 fn compile(rule: &Json, mode: Mode, path: &mut Vec<String>) -> Result<Rule, ExprError> {
     if path.len() > MAX_NESTING {
         return Err(ExprError::new(
             "L0003",
-            format!("the rule nests deeper than {MAX_NESTING} levels"),
+            format!("the rule nests too deeply (over {MAX_NESTING} steps from its root)"),
         ));
     }
     match rule {
@@ -169,25 +170,25 @@ fn compile_op(
                 .map(Box::new)
                 .map_err(|e| e.context(format!("{}: JSONata \"{src}\"", path_text(path))))
         };
-        match args {
-            Json::String(src) if !src.is_empty() => {
-                return Ok(Rule::Expr(jsonata(src, path)?, None));
-            }
-            Json::Array(items) if matches!(items.first(), Some(Json::String(s)) if !s.is_empty()) => {
-                if let Some(Json::String(src)) = items.first() {
-                    let default = match items.get(1) {
-                        Some(d) => {
-                            path.push("1".to_owned());
-                            let d = compile(d, mode, path)?;
-                            path.pop();
-                            Some(Box::new(d))
-                        }
-                        None => None,
-                    };
-                    return Ok(Rule::Expr(jsonata(src, path)?, default));
+        if let Json::String(src) = args
+            && !src.is_empty()
+        {
+            return Ok(Rule::Expr(jsonata(src, path)?, None));
+        }
+        if let Json::Array(items) = args
+            && let Some(Json::String(src)) = items.first()
+            && !src.is_empty()
+        {
+            let default = match items.get(1) {
+                Some(d) => {
+                    path.push("1".to_owned());
+                    let d = compile(d, mode, path)?;
+                    path.pop();
+                    Some(Box::new(d))
                 }
-            }
-            _ => {}
+                None => None,
+            };
+            return Ok(Rule::Expr(jsonata(src, path)?, default));
         }
     }
     // json-logic-js wraps a lone operand in an array.
