@@ -17,19 +17,35 @@ mod result;
 
 pub use args::ArgsValidator;
 pub use error::ServerError;
-pub use handler::GraphServer;
+pub use handler::{CallOptions, GraphServer};
 pub use result::tool_result;
 
 /// Serves `server` on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: GraphServer) -> Result<(), ServerError> {
     use rmcp::ServiceExt;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServerError::Transport(e.to_string()))?;
+    let running = match stdio_pipes() {
+        // Pipes (how MCP clients start servers) are read and written asynchronously: tokio's
+        // Stdin hands every read to a blocking thread, a hop that costs tens of µs per message.
+        Some(pipes) => server.serve(pipes).await,
+        None => server.serve(rmcp::transport::stdio()).await,
+    }
+    .map_err(|e| ServerError::Transport(e.to_string()))?;
     running
         .waiting()
         .await
         .map_err(|e| ServerError::Transport(e.to_string()))?;
     Ok(())
+}
+
+/// stdin and stdout as async pipes, when both are pipes.
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let rx = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(stdin)).ok()?;
+    let tx = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(stdout)).ok()?;
+    Some((rx, tx))
 }
