@@ -1,0 +1,204 @@
+//! Connecting, per-connection settings and migrations.
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor, Row, SqlSafeStr};
+
+use super::SqlStore;
+use crate::StoreError;
+use crate::target::{self, Backend, Target};
+
+/// Versioned migrations, embedded so that the binary carries its schema. A migration once
+/// released is never edited (sqlx checks their checksums): changes go in a new file.
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+)];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../migrations/postgres/0001_init.sql"),
+)];
+
+/// How long a call waits for a pooled connection before it fails as `Unavailable`: a database
+/// that went away must fail calls promptly, not hang them.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) async fn open_sql(url: &str) -> Result<SqlStore, StoreError> {
+    let target = target::parse(url)?;
+    sqlx::any::install_default_drivers();
+    if let Some(file) = &target.sqlite_file
+        && let Some(dir) = file.parent()
+    {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Unavailable {
+            url: target.redacted.clone(),
+            reason: format!("cannot create directory {}: {e}", dir.display()),
+        })?;
+    }
+    let options = AnyConnectOptions::from_str(&target.connect_url)
+        .map_err(|e| StoreError::from_sqlx(e, &target.redacted))?
+        .disable_statement_logging();
+    // One direct connection first, to prepare the database: the pool retries failed
+    // connects until its timeout and then reports only that it timed out, while this says
+    // why (refused, not a database, …).
+    let redacted = target.redacted.clone();
+    let mut probe = sqlx::AnyConnection::connect_with(&options)
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
+    prepare(&mut probe, &target)
+        .await
+        .map_err(|e| e.into_store_error(&redacted))?;
+    let _ = probe.close().await;
+    let pool = pool_options(&target)
+        .connect_with(options)
+        .await
+        .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
+    let store = SqlStore {
+        pool,
+        backend: target.backend,
+        url: redacted,
+    };
+    store.migrate().await?;
+    tracing::debug!(url = %store.url, "store opened");
+    Ok(store)
+}
+
+fn pool_options(target: &Target) -> AnyPoolOptions {
+    let base = AnyPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
+    match (target.backend, &target.sqlite_file) {
+        // Every connection to `:memory:` is a new, empty database: keep exactly one forever.
+        (Backend::Sqlite, None) => base
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None),
+        (Backend::Sqlite, Some(_)) => base.max_connections(4).after_connect(|conn, _| {
+            Box::pin(async move {
+                // synchronous=FULL: a commit is on disk before it returns, so a power cut
+                // (not only kill -9) loses no waiting session. sqlx already turns foreign
+                // keys on and sets a 5 s busy timeout; they are repeated so that the
+                // guarantees do not rest on a driver default.
+                conn.execute(
+                    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+                     PRAGMA busy_timeout = 5000;",
+                )
+                .await?;
+                Ok(())
+            })
+        }),
+        (Backend::Postgres, _) => {
+            let schema = target.schema.clone();
+            base.max_connections(8).after_connect(move |conn, _| {
+                let schema = schema.clone();
+                Box::pin(async move {
+                    if let Some(schema) = schema {
+                        // `schema` is a checked plain identifier (see target::valid_schema).
+                        conn.execute(AssertSqlSafe(format!("SET search_path TO {schema}")))
+                            .await?;
+                    }
+                    Ok(())
+                })
+            })
+        }
+    }
+}
+
+enum PrepareError {
+    Sql(sqlx::Error),
+    NoWal(String),
+}
+
+impl From<sqlx::Error> for PrepareError {
+    fn from(e: sqlx::Error) -> Self {
+        PrepareError::Sql(e)
+    }
+}
+
+impl PrepareError {
+    fn into_store_error(self, url: &str) -> StoreError {
+        match self {
+            PrepareError::Sql(e) => StoreError::from_sqlx(e, url),
+            PrepareError::NoWal(mode) => StoreError::Unavailable {
+                url: url.to_owned(),
+                reason: format!(
+                    "SQLite refused WAL mode (journal_mode is {mode:?}): the file may be on a \
+                     file system without shared memory support"
+                ),
+            },
+        }
+    }
+}
+
+/// What must hold before migrations: the schema exists (PostgreSQL); the file is a database
+/// in WAL mode (SQLite: the mode is stored in the file, so once is enough).
+async fn prepare(conn: &mut sqlx::AnyConnection, target: &Target) -> Result<(), PrepareError> {
+    match (target.backend, &target.schema, &target.sqlite_file) {
+        (Backend::Postgres, Some(schema), _) => {
+            let sql = format!("CREATE SCHEMA IF NOT EXISTS {schema}");
+            match conn.execute(AssertSqlSafe(sql)).await {
+                Ok(_) => {}
+                // Two processes creating the same schema at once: the loser sees a unique
+                // violation on the catalog, and the schema exists either way.
+                Err(e) if super::is_unique_violation(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        (Backend::Sqlite, _, Some(_)) => {
+            let row = sqlx::query("PRAGMA journal_mode = WAL")
+                .fetch_optional(&mut *conn)
+                .await?;
+            let mode: String = match &row {
+                Some(r) => r.try_get("journal_mode")?,
+                None => String::new(),
+            };
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(PrepareError::NoWal(mode));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+impl SqlStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let set = match self.backend {
+            Backend::Sqlite => SQLITE_MIGRATIONS,
+            Backend::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let migrations = set
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    Cow::Borrowed(description),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect();
+        Migrator::with_migrations(migrations)
+            .run(&self.pool)
+            .await
+            .map_err(|e| {
+                let reason = e.to_string();
+                // A database that is down or damaged says so; anything else is the migration's.
+                if let sqlx::migrate::MigrateError::Execute(inner) = e {
+                    let err = self.err(inner);
+                    if matches!(err, StoreError::Unavailable { .. } | StoreError::Corrupt(_)) {
+                        return err;
+                    }
+                }
+                StoreError::Migration {
+                    url: self.url.clone(),
+                    reason,
+                }
+            })
+    }
+}

@@ -1,0 +1,182 @@
+//! Reading runs back (listings, statistics, sizes), purging them, and the config sources
+//! runs are pinned to.
+
+use sqlx::{AssertSqlSafe, Row};
+
+use super::SqlStore;
+use super::rows::{self, RECORD_COLUMNS, RUN_COLUMNS, RUN_SUMMARY_COLUMNS, get};
+use crate::StoreError;
+use crate::model::{Footprint, RecordRow, Run, RunFilter, RunStats, RunStatsRow, RunSummary};
+use crate::target::Backend;
+
+impl SqlStore {
+    pub(super) async fn save_config(
+        &self,
+        version: &str,
+        source: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO configs (version, source, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (version) DO NOTHING",
+        )
+        .bind(version)
+        .bind(source)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub(super) async fn get_config(&self, version: &str) -> Result<String, StoreError> {
+        let row = self
+            .fetch_optional(
+                sqlx::query("SELECT source FROM configs WHERE version = $1").bind(version),
+            )
+            .await?
+            .ok_or_else(|| StoreError::not_found("config version", version))?;
+        get(&row, "source")
+    }
+
+    pub(super) async fn get_run(&self, id: &str) -> Result<Run, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+        let row = self
+            .fetch_optional(sqlx::query(AssertSqlSafe(sql)).bind(id))
+            .await?
+            .ok_or_else(|| StoreError::not_found("run", id))?;
+        rows::run(&row)
+    }
+
+    pub(super) async fn get_records(&self, run_id: &str) -> Result<Vec<RecordRow>, StoreError> {
+        let sql = format!("SELECT {RECORD_COLUMNS} FROM records WHERE run_id = $1 ORDER BY idx");
+        let found = sqlx::query(AssertSqlSafe(sql))
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        if found.is_empty() {
+            // No records and no run are different answers.
+            self.get_run(run_id).await?;
+        }
+        found.iter().map(rows::record).collect()
+    }
+
+    pub(super) async fn list_runs(
+        &self,
+        filter: &RunFilter,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let mut conditions = Vec::new();
+        let mut n = 0;
+        if filter.status.is_some() {
+            n += 1;
+            conditions.push(format!("status = ${n}"));
+        }
+        if filter.tool.is_some() {
+            n += 1;
+            conditions.push(format!("tool = ${n}"));
+        }
+        let filter_sql = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {RUN_SUMMARY_COLUMNS} FROM runs {filter_sql} \
+             ORDER BY started_at DESC, id DESC LIMIT ${} OFFSET ${}",
+            n + 1,
+            n + 2
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        if let Some(status) = filter.status {
+            q = q.bind(status.as_str());
+        }
+        if let Some(tool) = &filter.tool {
+            q = q.bind(tool.as_str());
+        }
+        let found = q
+            .bind(i64::from(filter.limit))
+            .bind(i64::from(filter.offset))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        found.iter().map(rows::run_summary).collect()
+    }
+
+    pub(super) async fn run_stats(&self) -> Result<RunStats, StoreError> {
+        let found = sqlx::query(
+            "SELECT tool, status, COUNT(*) AS n, COUNT(ended_at) AS ended, \
+             CAST(COALESCE(SUM(ended_at - started_at), 0) AS BIGINT) AS total_ms, \
+             CAST(COALESCE(MAX(ended_at - started_at), 0) AS BIGINT) AS max_ms \
+             FROM runs GROUP BY tool, status ORDER BY tool, status",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        let rows = found
+            .iter()
+            .map(|row| {
+                Ok(RunStatsRow {
+                    tool: get(row, "tool")?,
+                    status: get::<String>(row, "status")?.parse()?,
+                    count: count(get(row, "n")?),
+                    ended: count(get(row, "ended")?),
+                    total_ms: get(row, "total_ms")?,
+                    max_ms: get(row, "max_ms")?,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(RunStats { rows })
+    }
+
+    pub(super) async fn purge_runs(&self, ended_before_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM runs WHERE status NOT IN ('running', 'waiting') AND ended_at < $1",
+        )
+        .bind(ended_before_ms)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+
+    pub(super) async fn footprint(&self) -> Result<Footprint, StoreError> {
+        let sql = match self.backend {
+            Backend::Postgres => {
+                "SELECT t.name AS name, CAST(pg_total_relation_size(CAST(t.name AS regclass)) AS BIGINT) AS bytes \
+                 FROM (VALUES ('runs'), ('records'), ('sessions')) AS t(name)"
+            }
+            // dbstat (compiled into the bundled SQLite) sizes every b-tree: a table and its
+            // indexes are summed under the table's name.
+            Backend::Sqlite => {
+                "SELECT m.tbl_name AS name, CAST(SUM(d.pgsize) AS BIGINT) AS bytes \
+                 FROM dbstat d JOIN sqlite_master m ON m.name = d.name \
+                 WHERE m.tbl_name IN ('runs', 'records', 'sessions') GROUP BY m.tbl_name"
+            }
+        };
+        let found = sqlx::query(sql)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut out = Footprint::default();
+        for row in &found {
+            let bytes = count(
+                row.try_get::<Option<i64>, _>("bytes")
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0),
+            );
+            match get::<String>(row, "name")?.as_str() {
+                "runs" => out.runs_bytes = bytes,
+                "records" => out.records_bytes = bytes,
+                "sessions" => out.sessions_bytes = bytes,
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub(super) fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}

@@ -1,0 +1,341 @@
+//! Writing runs and their history records, fenced by leases.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+use sqlx::AssertSqlSafe;
+
+use super::rows::{self, get};
+use super::{SqlStore, Tx, is_unique_violation};
+use crate::StoreError;
+use crate::model::{Lease, NewRun, RecordRow, RunEnd, RunStatus, SessionStatus};
+
+/// Rows per INSERT statement: 10 parameters each stays far below SQLite's 32,766 and
+/// PostgreSQL's 65,535 bind parameters.
+const RECORDS_PER_INSERT: usize = 200;
+
+impl SqlStore {
+    pub(super) async fn create_run(&self, run: &NewRun, lease: &Lease) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        self.insert_run(&mut tx, run, RunStatus::Running, Some(lease), None)
+            .await?;
+        self.commit(tx).await
+    }
+
+    async fn insert_run(
+        &self,
+        tx: &mut Tx,
+        run: &NewRun,
+        status: RunStatus,
+        lease: Option<&Lease>,
+        end: Option<(&RunEnd, i64)>,
+    ) -> Result<(), StoreError> {
+        let (result, error) = match end.map(|(e, _)| e) {
+            Some(RunEnd::Succeeded(v)) => (Some(rows::to_text(v)), None),
+            Some(RunEnd::Failed(v)) => (None, Some(rows::to_text(v))),
+            _ => (None, None),
+        };
+        sqlx::query(
+            "INSERT INTO runs (id, tool, config_version, args, resumable, status, owner, \
+             lease_until, started_at, ended_at, result, error) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(&run.id)
+        .bind(&run.tool)
+        .bind(&run.config_version)
+        .bind(rows::to_text(&run.args))
+        .bind(i64::from(run.resumable))
+        .bind(status.as_str())
+        .bind(lease.map(|l| l.owner.as_str()))
+        .bind(lease.map(|l| l.until_ms))
+        .bind(run.started_at)
+        .bind(end.map(|(_, at)| at))
+        .bind(result)
+        .bind(error)
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                StoreError::conflict("run", &run.id, "a run with this id already exists")
+            } else {
+                self.err(e)
+            }
+        })?;
+        Ok(())
+    }
+
+    pub(super) async fn append_records(
+        &self,
+        run_id: &str,
+        lease: &Lease,
+        records: &[RecordRow],
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        // Checking the lease and renewing it is one statement: a process whose lease lapsed
+        // (and whose run another replica marked interrupted) can no longer write to it.
+        let renewed = sqlx::query(
+            "UPDATE runs SET lease_until = $1 WHERE id = $2 AND status = 'running' AND owner = $3",
+        )
+        .bind(lease.until_ms)
+        .bind(run_id)
+        .bind(&lease.owner)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.err(e))?;
+        if renewed.rows_affected() == 0 {
+            drop(tx);
+            return Err(self.lease_lost(run_id, &lease.owner).await);
+        }
+        let inserted = self.insert_records(&mut tx, run_id, records).await?;
+        self.commit(tx).await?;
+        Ok(inserted)
+    }
+
+    /// Inserts what is not there yet; a record already stored under an index must be the
+    /// same node (a retried batch), otherwise two writers disagree about the run.
+    async fn insert_records(
+        &self,
+        tx: &mut Tx,
+        run_id: &str,
+        records: &[RecordRow],
+    ) -> Result<u64, StoreError> {
+        let mut inserted = 0;
+        for chunk in records.chunks(RECORDS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO records (run_id, idx, node_id, node_type, start_ms, end_ms, input, \
+                 output, error, parent) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                let p = i * 9 + 2;
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!(
+                    "($1, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    p,
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    p + 5,
+                    p + 6,
+                    p + 7,
+                    p + 8
+                ));
+            }
+            sql.push_str(" ON CONFLICT (run_id, idx) DO NOTHING");
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(run_id);
+            for r in chunk {
+                q = q
+                    .bind(r.index)
+                    .bind(&r.node_id)
+                    .bind(&r.node_type)
+                    .bind(r.start_ms)
+                    .bind(r.end_ms)
+                    .bind(rows::opt_text(r.input.as_ref()))
+                    .bind(rows::opt_text(r.output.as_ref()))
+                    .bind(r.error.as_deref())
+                    .bind(r.parent);
+            }
+            let done = q.execute(&mut **tx).await.map_err(|e| self.err(e))?;
+            inserted += done.rows_affected();
+        }
+        if inserted < records.len() as u64 {
+            self.check_duplicates(tx, run_id, records).await?;
+        }
+        Ok(inserted)
+    }
+
+    async fn check_duplicates(
+        &self,
+        tx: &mut Tx,
+        run_id: &str,
+        records: &[RecordRow],
+    ) -> Result<(), StoreError> {
+        let lo = records.iter().map(|r| r.index).min().unwrap_or(0);
+        let hi = records.iter().map(|r| r.index).max().unwrap_or(0);
+        let stored: HashMap<i64, (String, String)> = sqlx::query(
+            "SELECT idx, node_id, node_type FROM records WHERE run_id = $1 AND idx BETWEEN $2 AND $3",
+        )
+        .bind(run_id)
+        .bind(lo)
+        .bind(hi)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(|e| self.err(e))?
+        .iter()
+        .map(|row| Ok((get(row, "idx")?, (get(row, "node_id")?, get(row, "node_type")?))))
+        .collect::<Result<_, StoreError>>()?;
+        for r in records {
+            match stored.get(&r.index) {
+                Some((node, ty)) if *node == r.node_id && *ty == r.node_type => {}
+                Some((node, _)) => {
+                    return Err(StoreError::conflict(
+                        "run",
+                        run_id,
+                        format!(
+                            "history record {} is already stored for node {node:?}, not {:?}: \
+                             two writers disagree about this run",
+                            r.index, r.node_id
+                        ),
+                    ));
+                }
+                // Inserted by this batch (the batch itself repeats an index otherwise).
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Why a write fenced by `owner`'s lease matched no running run.
+    pub(super) async fn lease_lost(&self, run_id: &str, owner: &str) -> StoreError {
+        let run = match self.get_run(run_id).await {
+            Ok(run) => run,
+            Err(e) => return e,
+        };
+        let s = &run.summary;
+        let why = match (s.status, &s.owner) {
+            (RunStatus::Running, Some(other)) => format!(
+                "it is executed by {other:?}, not by {owner:?} (this process lost its lease)"
+            ),
+            (RunStatus::Waiting, _) => "it is waiting on a session, not executing".to_owned(),
+            (status, _) => format!(
+                "it has already ended as {status}{}",
+                if status == RunStatus::Interrupted {
+                    " (its lease lapsed, or its owner restarted)"
+                } else {
+                    ""
+                }
+            ),
+        };
+        StoreError::conflict("run", run_id, format!("cannot write to it: {why}"))
+    }
+
+    pub(super) async fn finish_run(
+        &self,
+        run_id: &str,
+        owner: &str,
+        end: &RunEnd,
+        ended_at: i64,
+    ) -> Result<(), StoreError> {
+        let (result, error) = match end {
+            RunEnd::Succeeded(v) => (Some(rows::to_text(v)), None),
+            RunEnd::Failed(v) => (None, Some(rows::to_text(v))),
+            RunEnd::Cancelled => (None, None),
+        };
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE runs SET status = $1, ended_at = $2, result = $3, error = $4, owner = NULL, \
+             lease_until = NULL WHERE id = $5 AND status = 'running' AND owner = $6",
+        )
+        .bind(end.status().as_str())
+        .bind(ended_at)
+        .bind(result)
+        .bind(error)
+        .bind(run_id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.err(e))?;
+        if done.rows_affected() == 0 {
+            drop(tx);
+            return Err(self.lease_lost(run_id, owner).await);
+        }
+        let session_status = match end {
+            RunEnd::Cancelled => SessionStatus::Cancelled,
+            _ => SessionStatus::Completed,
+        };
+        self.end_live_sessions(&mut tx, run_id, session_status, ended_at)
+            .await?;
+        self.commit(tx).await
+    }
+
+    /// The session of a run that ends ends with it.
+    async fn end_live_sessions(
+        &self,
+        tx: &mut Tx,
+        run_id: &str,
+        status: SessionStatus,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE sessions SET status = $1, version = version + 1, state = NULL, updated_at = $2 \
+             WHERE run_id = $3 AND status IN ('waiting', 'claimed')",
+        )
+        .bind(status.as_str())
+        .bind(now_ms)
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub(super) async fn save_finished_run(
+        &self,
+        run: &NewRun,
+        records: &[RecordRow],
+        end: &RunEnd,
+        ended_at: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        self.insert_run(&mut tx, run, end.status(), None, Some((end, ended_at)))
+            .await?;
+        self.insert_records(&mut tx, &run.id, records).await?;
+        self.commit(tx).await
+    }
+
+    pub(super) async fn heartbeat(&self, lease: &Lease) -> Result<u64, StoreError> {
+        let done =
+            sqlx::query("UPDATE runs SET lease_until = $1 WHERE status = 'running' AND owner = $2")
+                .bind(lease.until_ms)
+                .bind(&lease.owner)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+
+    pub(super) async fn mark_interrupted(
+        &self,
+        owner: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let error = json!({
+            "kind": "interrupted",
+            "message": "the process executing this run stopped before it finished; its history \
+                        up to that point is kept",
+        });
+        let mut tx = self.begin().await?;
+        let rows = sqlx::query(
+            "UPDATE runs SET status = 'interrupted', ended_at = $1, error = $3, owner = NULL, \
+             lease_until = NULL WHERE status = 'running' AND (lease_until < $1 OR owner = $2) \
+             RETURNING id",
+        )
+        .bind(now_ms)
+        .bind(owner)
+        .bind(rows::to_text(&error))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| self.err(e))?;
+        let mut ids = rows
+            .iter()
+            .map(|r| get::<String>(r, "id"))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !ids.is_empty() {
+            // Only a claimed session belongs to a running run.
+            sqlx::query(
+                "UPDATE sessions SET status = 'interrupted', version = version + 1, state = NULL, \
+                 updated_at = $1 WHERE status = 'claimed' AND EXISTS \
+                 (SELECT 1 FROM runs r WHERE r.id = sessions.run_id AND r.status = 'interrupted')",
+            )
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        }
+        self.commit(tx).await?;
+        ids.sort();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,152 @@
+use futures::future::BoxFuture;
+
+use crate::StoreError;
+use crate::model::{
+    Footprint, Lease, NewRun, NewSession, RecordRow, Run, RunEnd, RunFilter, RunStats, RunSummary,
+    Session, SessionCounts, SessionFilter, SessionUpdate,
+};
+
+/// The result of every store operation.
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// Durable runs, history records and sessions. Every method is one transaction: it happens
+/// entirely or not at all. See the crate documentation for the invariants.
+///
+/// Methods that change a running run take the caller's [`Lease`] (or its owner) and fail with
+/// [`StoreError::Conflict`] when the caller no longer owns the run, so a process that lost its
+/// lease cannot write over a run another replica has already marked `interrupted`.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// `"sqlite"` or `"postgres"`.
+    fn backend(&self) -> &'static str;
+    /// The URL it was opened with, password removed.
+    fn url(&self) -> &str;
+
+    // ---- config sources runs are pinned to ----
+
+    /// Keeps the config source a run may be resumed against; idempotent per version.
+    fn save_config<'a>(
+        &'a self,
+        version: &'a str,
+        source: &'a str,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()>;
+    fn get_config<'a>(&'a self, version: &'a str) -> StoreFuture<'a, String>;
+
+    // ---- runs ----
+
+    /// Starts a run as `running` under `lease`. A duplicate id is a `Conflict`.
+    fn create_run<'a>(&'a self, run: &'a NewRun, lease: &'a Lease) -> StoreFuture<'a, ()>;
+
+    /// Appends history records of a running run and renews the lease, as one transaction
+    /// (one run step). Idempotent on `(run_id, index)`: records already stored are skipped,
+    /// unless they name a different node (`Conflict`). Returns how many were new.
+    fn append_records<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a Lease,
+        records: &'a [RecordRow],
+    ) -> StoreFuture<'a, u64>;
+
+    /// Ends a running run owned by `owner`; its live session ends with it (`completed`, or
+    /// `cancelled` for [`RunEnd::Cancelled`]).
+    fn finish_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        end: &'a RunEnd,
+        ended_at: i64,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Writes a run that could neither wait nor resume, with all its records, at once, after
+    /// it ended (off the hot path).
+    fn save_finished_run<'a>(
+        &'a self,
+        run: &'a NewRun,
+        records: &'a [RecordRow],
+        end: &'a RunEnd,
+        ended_at: i64,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Renews the lease on every run `lease.owner` is executing; returns how many.
+    fn heartbeat<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, u64>;
+
+    /// Marks `interrupted` the running runs whose lease lapsed before `now_ms`, and those of
+    /// `owner` whatever their lease (a restarted replica reclaiming its own). Their history is
+    /// kept; a claimed session of theirs becomes `interrupted`. Returns their ids, sorted.
+    fn mark_interrupted<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Vec<String>>;
+
+    fn get_run<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Run>;
+    /// A run's history in index order (`NotFound` if the run does not exist).
+    fn get_records<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<RecordRow>>;
+    fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> StoreFuture<'a, Vec<RunSummary>>;
+    fn run_stats(&self) -> StoreFuture<'_, RunStats>;
+    /// Deletes ended runs (with their records and sessions) that ended before the time.
+    fn purge_runs(&self, ended_before_ms: i64) -> StoreFuture<'_, u64>;
+
+    // ---- sessions ----
+
+    /// Suspends a running run owned by `owner` at an await: the run becomes `waiting` and a
+    /// session with a new unguessable id and version 1 holds what is needed to resume it.
+    /// With `max_live`, fails with `LimitReached` when that many sessions are live.
+    fn create_session<'a>(
+        &'a self,
+        session: &'a NewSession,
+        owner: &'a str,
+        max_live: Option<u64>,
+    ) -> StoreFuture<'a, Session>;
+
+    /// A session in any status (ended ones keep a tombstone without state).
+    fn get_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Session>;
+
+    /// Compare-and-set: takes a session `waiting` at `expected_version` and not expired at
+    /// `now_ms`, and hands its run to `lease`. Of concurrent claims exactly one succeeds; the
+    /// others get `Conflict` (or `Expired`, `NotFound`). Returns the session as claimed (its
+    /// version bumped).
+    fn claim_session<'a>(
+        &'a self,
+        id: &'a str,
+        expected_version: i64,
+        lease: &'a Lease,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Session>;
+
+    /// The resumed run suspends again under the same session id: the claimed session goes back
+    /// to `waiting` with new state, and the run to `waiting`.
+    fn update_session<'a>(
+        &'a self,
+        id: &'a str,
+        claimed_version: i64,
+        update: &'a SessionUpdate,
+    ) -> StoreFuture<'a, Session>;
+
+    /// Gives a claim back unchanged (the continue failed before the run moved on).
+    fn release_session<'a>(
+        &'a self,
+        id: &'a str,
+        claimed_version: i64,
+        now_ms: i64,
+    ) -> StoreFuture<'a, Session>;
+
+    /// Cancels a waiting session and its run. A claimed one is a `Conflict`.
+    fn cancel_session<'a>(&'a self, id: &'a str, now_ms: i64) -> StoreFuture<'a, Session>;
+
+    /// Expires the waiting sessions whose time is up at `now_ms`, and their runs; returns how
+    /// many sessions.
+    fn expire_sessions(&self, now_ms: i64) -> StoreFuture<'_, u64>;
+
+    fn count_sessions(&self) -> StoreFuture<'_, SessionCounts>;
+    fn list_sessions<'a>(&'a self, filter: &'a SessionFilter) -> StoreFuture<'a, Vec<Session>>;
+
+    // ---- the store itself ----
+
+    /// Bytes on disk per table (with its indexes).
+    fn footprint(&self) -> StoreFuture<'_, Footprint>;
+
+    /// Waits for in-flight calls and closes every connection. Later calls fail as
+    /// `Unavailable`.
+    fn close(&self) -> BoxFuture<'_, ()>;
+}
