@@ -1,0 +1,69 @@
+use std::time::Duration;
+
+/// Why a script could not be compiled or called.
+///
+/// Every variant says what happened in words a script author can act on; none of them means the
+/// host is damaged: after any error the sandbox takes the next call as if nothing happened.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SandboxError {
+    /// The source does not parse. `line` and `column` are 1-based and point into the source as
+    /// the author wrote it.
+    #[error("{script}:{line}:{column}: syntax error: {message}")]
+    Syntax {
+        script: String,
+        line: u32,
+        column: u32,
+        message: String,
+    },
+
+    /// The source parsed but does not produce a function (see the crate docs for the forms).
+    #[error("the script must evaluate to a function, but it evaluated to {found}")]
+    NotAFunction { found: String },
+
+    /// The script threw (or its promise rejected). `message` renders the thrown value the way a
+    /// developer would want to read it: `TypeError: x is undefined` for errors, the text itself
+    /// for a string, `42`, `null`, `undefined`, `Symbol(s)`, or compact JSON for an object.
+    /// `value` is the thrown value as JSON when it is not an `Error` and converts cleanly, so a
+    /// hook can reject with structured data (`throw {code: 403, reason: "..."}`).
+    #[error("the script threw {message}")]
+    Thrown {
+        message: String,
+        value: Option<serde_json::Value>,
+        stack: Option<String>,
+    },
+
+    /// The script used up its CPU time budget (an endless loop, or too much work for the budget).
+    #[error("the script ran out of its CPU time budget of {budget:?} and was stopped")]
+    Timeout { budget: Duration },
+
+    /// The script tried to use more memory than the sandbox allows.
+    #[error("the script ran out of memory: the sandbox allows {limit} bytes")]
+    OutOfMemory { limit: usize },
+
+    /// The script recursed deeper than the stack limit allows.
+    #[error("the script overflowed its stack ({limit} bytes): recursion too deep")]
+    StackOverflow { limit: usize },
+
+    /// The script returned a promise (or awaited one) that can never settle: nothing is left to
+    /// run and the promise is still pending. There are no timers or I/O in the sandbox, so a
+    /// promise only settles through the script's own code.
+    #[error("the script's promise never settled (nothing left to run, and it is still pending)")]
+    Unsettled,
+
+    /// The input could not be handed to the script (too large or too deeply nested).
+    #[error("the input cannot be passed to the script: {reason}")]
+    Input { reason: String },
+
+    /// The script's result is not plain JSON data or is too large; `reason` names the offending
+    /// value with a JSON pointer (`/items/3/callback`).
+    #[error("the script's result cannot be returned as JSON: {reason}")]
+    Output { reason: String },
+
+    /// The `SandboxOptions` make no sense (zero workers, a memory limit too small to start).
+    #[error("invalid sandbox options: {0}")]
+    Options(String),
+
+    /// A failure of the sandbox itself, not of the script.
+    #[error("sandbox internal error: {0}")]
+    Internal(String),
+}

@@ -1,0 +1,162 @@
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+use tokio::sync::oneshot;
+
+use crate::compile;
+use crate::isolate::{CallOutcome, Compiled};
+use crate::json;
+use crate::pool::{Job, Pool};
+use crate::{SandboxError, SandboxOptions};
+
+/// A pool of worker threads that run compiled scripts under one set of limits. Cheap to clone;
+/// the workers stop when the last clone (and the last [`Script`]) is dropped.
+#[derive(Clone)]
+pub struct Sandbox {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    options: SandboxOptions,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Checks the options and starts the workers.
+    pub fn new(options: SandboxOptions) -> Result<Self, SandboxError> {
+        options.validate()?;
+        let pool = Pool::start(&options)?;
+        Ok(Self {
+            shared: Arc::new(Shared { options, pool }),
+        })
+    }
+
+    pub fn options(&self) -> &SandboxOptions {
+        &self.shared.options
+    }
+
+    /// Same as [`Script::compile`].
+    pub fn compile(&self, name: &str, source: &str) -> Result<Script, SandboxError> {
+        Script::compile(self, name, source)
+    }
+}
+
+/// A compiled script: QuickJS bytecode plus the sandbox that runs it. Cheap to clone, `Send` and
+/// `Sync`; any number of calls may be in flight at once.
+#[derive(Clone)]
+pub struct Script {
+    sandbox: Sandbox,
+    compiled: Arc<Compiled>,
+    cpu_time: Duration,
+}
+
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("name", &self.compiled.name)
+            .field("cpu_time", &self.cpu_time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Script {
+    /// Compiles `source` (see the crate docs for the two accepted forms) and checks that it
+    /// yields a function by evaluating its top level once, under the sandbox's limits.
+    ///
+    /// Blocks the calling thread for the compilation (about 0.5 ms for a typical hook, at most
+    /// the CPU budget if the top level loops): call it when loading configuration, not per
+    /// request. It runs on a short-lived thread whose stack is sized for the sandbox's stack
+    /// limit, so the caller's own stack size does not matter.
+    pub fn compile(sandbox: &Sandbox, name: &str, source: &str) -> Result<Script, SandboxError> {
+        let options = sandbox.options();
+        let compiled = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("mcpflow-sandbox-compile".into())
+                .stack_size(options.thread_stack_size())
+                .spawn_scoped(scope, || compile::compile(options, name, source))
+                .map_err(|e| SandboxError::Internal(format!("starting the compiler thread: {e}")))?
+                .join()
+                .map_err(|_| SandboxError::Internal("the compiler thread panicked".into()))?
+        })?;
+        Ok(Script {
+            sandbox: sandbox.clone(),
+            compiled: Arc::new(compiled),
+            cpu_time: options.cpu_time,
+        })
+    }
+
+    /// The name given at compile time; stack traces and syntax errors use it as the file name.
+    pub fn name(&self) -> &str {
+        &self.compiled.name
+    }
+
+    /// The same script with a different CPU budget per call (a node's `timeoutMs`, say). A zero
+    /// budget is ignored: the sandbox's budget stays.
+    #[must_use]
+    pub fn with_cpu_time(mut self, cpu_time: Duration) -> Self {
+        if !cpu_time.is_zero() {
+            self.cpu_time = cpu_time;
+        }
+        self
+    }
+
+    /// Calls the script's function with a deep copy of `input` and returns its result as JSON;
+    /// `None` when it returns `undefined`. A returned promise is awaited inside the sandbox.
+    ///
+    /// The input is serialized before this returns, so the future borrows nothing and can be
+    /// spawned.
+    pub fn call(
+        &self,
+        input: &Json,
+    ) -> impl Future<Output = Result<Option<Json>, SandboxError>> + Send + 'static {
+        let outcome = self.call_with_logs(input);
+        async move { outcome.await.result }
+    }
+
+    /// Like [`Script::call`], and also returns what the script wrote with `console.*` and the
+    /// CPU time it used, whether or not it succeeded.
+    pub fn call_with_logs(
+        &self,
+        input: &Json,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        let (reply, outcome) = oneshot::channel();
+        let serialized = if json::deeper_than(input, json::MAX_DEPTH) {
+            Err(SandboxError::Input {
+                reason: format!("it is nested deeper than {} levels", json::MAX_DEPTH),
+            })
+        } else {
+            serde_json::to_string(input).map_err(|e| SandboxError::Input {
+                reason: e.to_string(),
+            })
+        };
+        let submitted = match serialized {
+            Ok(input) => self.sandbox.shared.pool.submit(Job {
+                script: Arc::clone(&self.compiled),
+                input,
+                cpu_time: self.cpu_time,
+                reply,
+            }),
+            Err(e) => Err(e),
+        };
+        async move {
+            if let Err(e) = submitted {
+                return CallOutcome::failed(e);
+            }
+            outcome.await.unwrap_or_else(|_| {
+                CallOutcome::failed(SandboxError::Internal(
+                    "the sandbox worker stopped before answering".into(),
+                ))
+            })
+        }
+    }
+}
