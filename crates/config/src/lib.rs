@@ -28,13 +28,18 @@
 //! - the graphs: one entry and one exit per tool, unique node ids and tool names, every `next`
 //!   and every mcp `server` defined, the exit reachable from the entry (unreachable nodes are
 //!   warnings), tool schemas that compile, and the syntax of every JSONata expression and JSON
-//!   Logic rule.
+//!   Logic rule;
+//! - the resilience extensions: `retry` only on `mcp`/`call` nodes, every branch, body and
+//!   `onError` target defined, every `parallel` branch reaching its join and every `foreach`
+//!   body routing back to its `foreach` (never into the exit), `call` targets defined and free
+//!   of cycles.
 //!
 //! Leniency kept for files written for mcpGraph: a stdio server's `args` may be omitted (empty),
 //! a number written `1.0` is the integer 1 (as in JavaScript). Stricter than mcpGraph: unknown
 //! keys, duplicate keys and duplicate node ids are errors.
 
 mod error;
+mod flow;
 pub mod interpolate;
 mod load;
 pub mod model;

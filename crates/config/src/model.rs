@@ -64,11 +64,20 @@ pub struct ExecutionLimits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_execution_time_ms: Option<u64>,
+    /// Maximum nesting of `call` nodes (a tool calling a tool …) in one run (default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_call_depth: Option<u32>,
 }
 
 impl ExecutionLimits {
     pub const DEFAULT_MAX_NODE_EXECUTIONS: u64 = 1000;
     pub const DEFAULT_MAX_EXECUTION_TIME_MS: u64 = 300_000;
+    pub const DEFAULT_MAX_CALL_DEPTH: u32 = 8;
+
+    pub fn max_depth(&self) -> u32 {
+        self.max_call_depth.unwrap_or(Self::DEFAULT_MAX_CALL_DEPTH)
+    }
 
     pub fn max_nodes(&self) -> u64 {
         self.max_node_executions
@@ -167,6 +176,11 @@ pub struct ToolDef {
     /// MCP tool annotations (readOnlyHint, destructiveHint, …), passed to clients as is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// Wall-clock bound of one run of this tool in milliseconds, checked also while a node
+    /// waits (unlike `maxExecutionTimeMs`, which is checked before each node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
     /// The graph: exactly one `entry` and one `exit` node.
     pub nodes: Vec<Node>,
 }
@@ -189,10 +203,171 @@ pub enum Node {
     Transform(TransformNode),
     /// Routes with JSON Logic rules.
     Switch(SwitchNode),
+    /// Runs named branches concurrently and joins their outputs as `{branch: output}`.
+    Parallel(ParallelNode),
+    /// Runs a sub-chain (or a `call`) for each item of an array, with a concurrency limit.
+    Foreach(ForeachNode),
+    /// Runs another graph tool of this config as a sub-run.
+    Call(CallNode),
+}
+
+/// Options every node accepts (mcpflow extensions).
+///
+/// `timeoutMs` and `retry` apply to work that can fail transiently (`mcp` and `call` nodes;
+/// `timeoutMs` also bounds a whole `parallel` or `foreach`). When a node fails for good,
+/// `onError` routes the run to another node, which reads the failure as `$.<failing node id>`:
+/// `{message, code, nodeId, attempts, kind}`; `optional: true` records the failure the same way
+/// and continues with the node's `next`. A stop, a cancellation or an execution limit is never
+/// routed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeOptions {
+    /// Bound of one attempt of this node in milliseconds (a timeout is retryable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+    /// Retry with exponential backoff (only `mcp` and `call` nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    /// Node to run when this node fails for good; it reads the error as `$.<this node's id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub on_error: Option<String>,
+    /// On failure, record the error as this node's output and continue with `next`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+impl NodeOptions {
+    pub fn is_optional(&self) -> bool {
+        self.optional == Some(true)
+    }
+}
+
+/// How a node is retried: attempt `k` (from 1) waits `min(backoffMs × 2^(k-1), maxBackoffMs)`
+/// before the next one, scaled by a random factor in [0.5, 1] when `jitter` is on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Retry {
+    /// Total attempts, the first included (1 means no retry).
+    #[schemars(range(min = 1))]
+    pub max_attempts: u32,
+    /// Wait before the second attempt in milliseconds (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_ms: Option<u64>,
+    /// Upper bound of one wait in milliseconds (default 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_backoff_ms: Option<u64>,
+    /// Randomize each wait in [50 %, 100 %] of its value (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<bool>,
+    /// Which failures are retried (default `[timeout, transport]`). Expression and config
+    /// errors never are: they would fail the same way again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_on: Option<Vec<RetryOn>>,
+}
+
+impl Retry {
+    pub const DEFAULT_BACKOFF_MS: u64 = 100;
+    pub const DEFAULT_MAX_BACKOFF_MS: u64 = 10_000;
+
+    pub fn retries(&self, what: RetryOn) -> bool {
+        match &self.retry_on {
+            Some(list) => list.contains(&what),
+            None => matches!(what, RetryOn::Timeout | RetryOn::Transport),
+        }
+    }
+}
+
+/// A kind of failure that may succeed on retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RetryOn {
+    /// The node's `timeoutMs` or the upstream's timeout expired.
+    Timeout,
+    /// The upstream could not be reached, crashed or broke the protocol.
+    Transport,
+    /// The upstream answered `isError: true`.
+    ToolError,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ParallelNode {
+    #[schemars(length(min = 1))]
+    pub id: String,
+    /// Branch name → id of the branch's first node. Each branch runs until it routes to
+    /// `next` (the join), which it does not run.
+    pub branches: IndexMap<String, String>,
+    /// The join: where every branch ends and where the run continues.
+    #[schemars(length(min = 1))]
+    pub next: String,
+    /// `failFast` (default): the first failing branch cancels the others. `waitAll`: every
+    /// branch finishes, then the node fails if any branch did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ParallelMode>,
+    #[serde(flatten)]
+    pub options: NodeOptions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ParallelMode {
+    #[default]
+    FailFast,
+    WaitAll,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ForeachNode {
+    #[schemars(length(min = 1))]
+    pub id: String,
+    /// JSONata expression giving the array to iterate (a single value is one item).
+    pub items: String,
+    /// Items in flight at once (default 4, at most 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 64))]
+    pub concurrency: Option<u32>,
+    /// First node of the per-item chain, which ends when it routes back to this node. Inside
+    /// it, `$.<this id>` is `{item, index}`.
+    #[schemars(length(min = 1))]
+    pub body: String,
+    /// Where the run continues; this node's output is the array of item results, in order.
+    #[schemars(length(min = 1))]
+    pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
+}
+
+impl ForeachNode {
+    pub const DEFAULT_CONCURRENCY: u32 = 4;
+    pub const MAX_CONCURRENCY: u32 = 64;
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct CallNode {
+    #[schemars(length(min = 1))]
+    pub id: String,
+    /// Name of another tool of this config.
+    #[schemars(length(min = 1))]
+    pub tool: String,
+    /// Its arguments, in the same form as an mcp node's `args`.
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    #[schemars(length(min = 1))]
+    pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct EntryNode {
     /// Unique in the tool; expressions read this node's output as `$.<id>`.
     #[schemars(length(min = 1))]
@@ -200,18 +375,24 @@ pub struct EntryNode {
     /// Id of the node to run next.
     #[schemars(length(min = 1))]
     pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct ExitNode {
     /// Unique in the tool.
     #[schemars(length(min = 1))]
     pub id: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct McpNode {
     /// Unique in the tool; expressions read this node's output as `$.<id>`.
     #[schemars(length(min = 1))]
@@ -228,6 +409,8 @@ pub struct McpNode {
     /// Id of the node to run next.
     #[schemars(length(min = 1))]
     pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
 }
 
 fn empty_object() -> Value {
@@ -235,7 +418,8 @@ fn empty_object() -> Value {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct TransformNode {
     /// Unique in the tool; expressions read this node's output as `$.<id>`.
     #[schemars(length(min = 1))]
@@ -244,6 +428,8 @@ pub struct TransformNode {
     /// Id of the node to run next.
     #[schemars(length(min = 1))]
     pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -254,7 +440,8 @@ pub struct Transform {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct SwitchNode {
     /// Unique in the tool; its recorded output is the id of the node it routed to.
     #[schemars(length(min = 1))]
@@ -265,6 +452,8 @@ pub struct SwitchNode {
     /// Where to go when no condition holds.
     #[schemars(length(min = 1))]
     pub next: String,
+    #[serde(flatten)]
+    pub options: NodeOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -285,6 +474,22 @@ impl Node {
             Node::Mcp(n) => &n.id,
             Node::Transform(n) => &n.id,
             Node::Switch(n) => &n.id,
+            Node::Parallel(n) => &n.id,
+            Node::Foreach(n) => &n.id,
+            Node::Call(n) => &n.id,
+        }
+    }
+
+    pub fn options(&self) -> &NodeOptions {
+        match self {
+            Node::Entry(n) => &n.options,
+            Node::Exit(n) => &n.options,
+            Node::Mcp(n) => &n.options,
+            Node::Transform(n) => &n.options,
+            Node::Switch(n) => &n.options,
+            Node::Parallel(n) => &n.options,
+            Node::Foreach(n) => &n.options,
+            Node::Call(n) => &n.options,
         }
     }
 
@@ -296,11 +501,27 @@ impl Node {
             Node::Mcp(_) => "mcp",
             Node::Transform(_) => "transform",
             Node::Switch(_) => "switch",
+            Node::Parallel(_) => "parallel",
+            Node::Foreach(_) => "foreach",
+            Node::Call(_) => "call",
         }
     }
 
-    /// Every node id this node can go to next, in declaration order.
+    /// Every node id this node can go to next, in declaration order: its routes, then the
+    /// starts of its branches or body, then its `onError` target.
     pub fn successors(&self) -> Vec<&str> {
+        let mut out = self.routes();
+        match self {
+            Node::Parallel(n) => out.extend(n.branches.values().map(String::as_str)),
+            Node::Foreach(n) => out.push(&n.body),
+            _ => {}
+        }
+        out.extend(self.options().on_error.as_deref());
+        out
+    }
+
+    /// Where this node goes when it succeeds.
+    pub fn routes(&self) -> Vec<&str> {
         match self {
             Node::Entry(n) => vec![&n.next],
             Node::Exit(_) => vec![],
@@ -312,6 +533,9 @@ impl Node {
                 .map(|c| c.next.as_str())
                 .chain(std::iter::once(n.next.as_str()))
                 .collect(),
+            Node::Parallel(n) => vec![&n.next],
+            Node::Foreach(n) => vec![&n.next],
+            Node::Call(n) => vec![&n.next],
         }
     }
 }

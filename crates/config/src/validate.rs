@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use mcpflow_expr::{ExprError, Jsonata, Logic};
 use serde_json::Value;
 
+use crate::flow::{CallEdge, check_call_cycles, walk_chain};
 use crate::model::Node;
 use crate::place::in_owner;
 use crate::source::{Anchor, Problem, SourceMap};
@@ -32,6 +33,11 @@ pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
     let Some(tools) = doc.get("tools").and_then(Value::as_array) else {
         return f;
     };
+    let tool_names: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    let mut calls: Vec<CallEdge> = Vec::new();
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, tool) in tools.iter().enumerate() {
         let ptr = format!("/tools/{i}");
@@ -67,11 +73,27 @@ pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
             doc,
             sources,
             servers: &servers,
+            tools: &tool_names,
             ptr: &ptr,
             nodes,
         }
         .run(&mut f);
+        for (j, node) in nodes.iter().enumerate() {
+            if node.get("type").and_then(Value::as_str) == Some("call")
+                && let (Some(from), Some(to)) = (
+                    tool_obj.get("name").and_then(Value::as_str),
+                    node.get("tool").and_then(Value::as_str),
+                )
+            {
+                calls.push(CallEdge {
+                    from,
+                    to,
+                    ptr: format!("{ptr}/nodes/{j}/tool"),
+                });
+            }
+        }
     }
+    check_call_cycles(&calls, &mut f);
     f
 }
 
@@ -147,6 +169,7 @@ struct ToolCheck<'a> {
     doc: &'a Value,
     sources: &'a SourceMap,
     servers: &'a [&'a str],
+    tools: &'a [&'a str],
     ptr: &'a str,
     nodes: &'a [Value],
 }
@@ -197,6 +220,9 @@ impl ToolCheck<'_> {
         let complete = typed.iter().all(Option::is_some);
         if let (Some(entry), Some(exit), true) = (entry, exit, complete) {
             self.reachability(&typed, &ids, entry, exit, dangling, f);
+        }
+        if complete && !dangling {
+            self.chains(&typed, &ids, f);
         }
     }
 
@@ -278,9 +304,100 @@ impl ToolCheck<'_> {
         .hint(hint)
     }
 
+    /// Every branch of a `parallel` must reach its join, and every `foreach` body must route
+    /// back to its `foreach`; neither may run into the exit.
+    fn chains(&self, typed: &[Option<Node>], ids: &HashMap<&str, usize>, f: &mut Findings) {
+        for (j, node) in typed.iter().enumerate() {
+            let (starts, end, what): (Vec<(String, &str)>, &str, &str) = match node {
+                Some(Node::Parallel(p)) => (
+                    p.branches
+                        .iter()
+                        .map(|(name, first)| {
+                            (
+                                format!("{}/branches/{}", self.node_ptr(j), escape(name)),
+                                first.as_str(),
+                            )
+                        })
+                        .collect(),
+                    &p.next,
+                    "its join",
+                ),
+                Some(Node::Foreach(e)) => (
+                    vec![(format!("{}/body", self.node_ptr(j)), e.body.as_str())],
+                    &e.id,
+                    "its foreach node",
+                ),
+                _ => continue,
+            };
+            let Some(owner) = node.as_ref().map(Node::id) else {
+                continue;
+            };
+            for (ptr, first) in starts {
+                let (reaches_end, reaches_exit) = walk_chain(typed, ids, first, end);
+                if reaches_exit {
+                    f.errors.push(
+                        Problem::new(
+                            ptr.clone(),
+                            format!(
+                                "the chain that starts at \"{first}\" (of node \"{owner}\") runs into the exit node"
+                            ),
+                        )
+                        .hint(format!("a branch or body ends by routing to {what} \"{end}\"")),
+                    );
+                } else if !reaches_end {
+                    f.errors.push(
+                        Problem::new(
+                            ptr,
+                            format!(
+                                "the chain that starts at \"{first}\" (of node \"{owner}\") never reaches {what} \"{end}\""
+                            ),
+                        )
+                        .hint(format!("route the chain's last node to \"{end}\"")),
+                    );
+                }
+            }
+        }
+    }
+
     fn check_node(&self, node: &Node, j: usize, f: &mut Findings) {
         let ptr = self.node_ptr(j);
+        if node.options().retry.is_some() && !matches!(node, Node::Mcp(_) | Node::Call(_)) {
+            f.errors.push(
+                Problem::new(
+                    format!("{ptr}/retry"),
+                    format!(
+                        "node \"{}\" is a {} node, which cannot be retried: expression errors are deterministic",
+                        node.id(),
+                        node.kind()
+                    ),
+                )
+                .hint("`retry` applies to mcp and call nodes; use `onError` or `optional` here"),
+            );
+        }
         match node {
+            Node::Call(c) => {
+                if !self.tools.contains(&c.tool.as_str()) {
+                    f.errors.push(
+                        Problem::new(
+                            format!("{ptr}/tool"),
+                            format!(
+                                "node \"{}\" calls tool \"{}\", which is not a tool of this config{}",
+                                c.id,
+                                c.tool,
+                                did_you_mean(&c.tool, self.tools.iter().copied())
+                            ),
+                        )
+                        .hint(format!("tools: {}", self.tools.join(", "))),
+                    );
+                }
+                let mut found = Vec::new();
+                arg_exprs(&c.args, &format!("{ptr}/args"), &mut found);
+                for (p, src) in found {
+                    self.jsonata(&p, src, &c.id, f);
+                }
+            }
+            Node::Foreach(e) => self.jsonata(&format!("{ptr}/items"), &e.items, &e.id, f),
+            Node::Parallel(_) => {}
             Node::Mcp(m) => {
                 if !self.servers.contains(&m.server.as_str()) {
                     let hint = if self.servers.is_empty() {
@@ -420,6 +537,23 @@ impl ToolCheck<'_> {
 
 /// The pointer of every `next` of a node, with the id it names.
 fn successor_pointers<'n>(node: &'n Node, ptr: &str) -> Vec<(String, &'n str)> {
+    let mut out = route_pointers(node, ptr);
+    match node {
+        Node::Parallel(p) => out.extend(
+            p.branches
+                .iter()
+                .map(|(name, first)| (format!("{ptr}/branches/{}", escape(name)), first.as_str())),
+        ),
+        Node::Foreach(e) => out.push((format!("{ptr}/body"), e.body.as_str())),
+        _ => {}
+    }
+    if let Some(target) = &node.options().on_error {
+        out.push((format!("{ptr}/onError"), target.as_str()));
+    }
+    out
+}
+
+fn route_pointers<'n>(node: &'n Node, ptr: &str) -> Vec<(String, &'n str)> {
     match node {
         Node::Exit(_) => Vec::new(),
         Node::Switch(s) => s
@@ -430,7 +564,7 @@ fn successor_pointers<'n>(node: &'n Node, ptr: &str) -> Vec<(String, &'n str)> {
             .chain(std::iter::once((format!("{ptr}/next"), s.next.as_str())))
             .collect(),
         other => other
-            .successors()
+            .routes()
             .into_iter()
             .map(|n| (format!("{ptr}/next"), n))
             .collect(),

@@ -27,7 +27,11 @@ fn unknown_key_is_placed_on_the_key_with_a_suggestion() {
         e.message,
         "unknown key \"nxt\" in node \"entry\" of tool \"tool\" (did you mean \"next\"?)"
     );
-    assert_eq!(e.hint.as_deref(), Some("valid keys here: type, id, next"));
+    // The node options (mcpflow extensions) are valid on every node.
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("valid keys here: type, id, next, timeoutMs, retry, onError, optional")
+    );
     assert_eq!(e.pointer, "/tools/0/nodes/0/nxt");
 }
 

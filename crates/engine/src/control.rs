@@ -21,6 +21,8 @@ struct Inner {
     state: Mutex<DebugState>,
     wake: Notify,
     cancel: CancellationToken,
+    /// Set by [`Control::cancel`]: the run ends as cancelled rather than stopped.
+    by_client: AtomicBool,
 }
 
 /// A snapshot of a run's debug state.
@@ -98,6 +100,17 @@ impl Control {
         self.update(|s| s.stopped = true);
         self.inner.cancel.cancel();
         self.inner.wake.notify_one();
+    }
+
+    /// Stop on the client's behalf (MCP `notifications/cancelled`, a closed stream): like
+    /// [`Control::stop`], and the run is recorded as cancelled.
+    pub fn cancel(&self) {
+        self.inner.by_client.store(true, Ordering::Release);
+        self.stop();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.by_client.load(Ordering::Acquire)
     }
 
     pub fn state(&self) -> DebugState {

@@ -14,7 +14,7 @@ use crate::error::{CompileError, RunError, RunErrorKind};
 use crate::event::Event;
 use crate::graph::Graph;
 use crate::history::History;
-use crate::run::{Executor, Run, RunStatus};
+use crate::run::{Executor, Run, RunStatus, Shared};
 
 /// Compiled graph tools and the upstream pool they call. Cheap to clone; runs many
 /// graphs at once.
@@ -132,6 +132,18 @@ impl Engine {
         self.run_with(tool, args, &Control::new(), None).await
     }
 
+    /// Runs `tool` to the end on the current task under `control` (stop it, or cancel it on
+    /// the client's behalf, from elsewhere), sending events to `events` if given.
+    pub async fn run_observed(
+        &self,
+        tool: &str,
+        args: Json,
+        control: &Control,
+        events: Option<&broadcast::Sender<Event>>,
+    ) -> Run {
+        self.run_with(tool, args, control, events).await
+    }
+
     async fn run_with(
         &self,
         tool: &str,
@@ -175,16 +187,27 @@ impl Engine {
                 tool: tool.clone(),
             });
         }
-        let exec = Executor {
-            graph,
+        let shared = Shared {
+            graphs: &self.inner.graphs,
             pool: &self.inner.pool,
             control,
             events,
             limits: &self.inner.limits,
+            started: std::time::Instant::now(),
+            executed: AtomicU64::new(0),
+        };
+        let exec = Executor {
+            shared: &shared,
+            graph,
+            depth: 0,
+            deadline: graph.timeout.map(|t| shared.started + t),
         };
         let (result, history) = exec.execute(args).await;
         let status = match &result {
             Ok(_) => RunStatus::Succeeded,
+            Err(e) if e.kind == RunErrorKind::Stopped && control.is_cancelled() => {
+                RunStatus::Cancelled
+            }
             Err(e) if e.kind == RunErrorKind::Stopped => RunStatus::Stopped,
             Err(_) => RunStatus::Failed,
         };

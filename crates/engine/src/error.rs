@@ -22,6 +22,9 @@ pub struct RunError {
     /// A JSONata error code (e.g. `T2001`) when an expression failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Structured detail: for a `parallel` or `foreach`, the error of each failed branch or item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -35,10 +38,32 @@ pub enum RunErrorKind {
     Expression,
     /// The upstream answered `isError: true`.
     ToolError,
-    /// The upstream could not be reached, crashed or timed out.
+    /// The upstream could not be reached, crashed or broke the protocol.
     Upstream,
-    /// Stopped through [`crate::Control::stop`].
+    /// A node's `timeoutMs` or the upstream's call timeout expired.
+    Timeout,
+    /// Stopped through [`crate::Control::stop`] or cancelled by the client.
     Stopped,
+}
+
+impl RunErrorKind {
+    /// The name used in error objects (`onError`) and in serialized runs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunErrorKind::UnknownTool => "unknownTool",
+            RunErrorKind::Limit => "limit",
+            RunErrorKind::Expression => "expression",
+            RunErrorKind::ToolError => "toolError",
+            RunErrorKind::Upstream => "upstream",
+            RunErrorKind::Timeout => "timeout",
+            RunErrorKind::Stopped => "stopped",
+        }
+    }
+
+    /// Whether `onError` and `optional` may handle it: stops and limits end the run.
+    pub fn is_routable(self) -> bool {
+        !matches!(self, RunErrorKind::Stopped | RunErrorKind::Limit)
+    }
 }
 
 impl RunError {
@@ -52,6 +77,7 @@ impl RunError {
             node_id: node_id.map(str::to_owned),
             message: message.into(),
             code: None,
+            details: None,
         }
     }
 
@@ -62,6 +88,7 @@ impl RunError {
             node_id: Some(node_id.to_owned()),
             message: err.to_string(),
             code,
+            details: None,
         }
     }
 

@@ -20,7 +20,17 @@ pub enum Event {
     },
     /// The record of a node that finished, successfully or not (`record.error`).
     NodeFinished {
-        record: Record,
+        record: Box<Record>,
+    },
+    /// An upstream reported progress on the call `node_id` is making.
+    #[serde(rename_all = "camelCase")]
+    UpstreamProgress {
+        node_id: Arc<str>,
+        progress: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// The run is paused before `node_id` (a breakpoint, a pause request or a step).
     #[serde(rename_all = "camelCase")]

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpflow_config::{ExecutionLimits, Node, ToolDef};
+use mcpflow_config::{ExecutionLimits, ForeachNode, Node, ParallelMode, Retry, ToolDef};
 use mcpflow_expr::{Jsonata, Logic, Template};
 
 use crate::error::CompileError;
@@ -15,12 +15,25 @@ pub struct Graph {
     pub(crate) entry: usize,
     pub(crate) max_nodes: u64,
     pub(crate) max_time: Duration,
+    /// The tool's own `timeoutMs`: a bound on a whole run, checked while nodes wait too.
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_depth: u32,
 }
 
 #[derive(Debug)]
 pub(crate) struct Step {
     pub id: Arc<str>,
     pub kind: StepKind,
+    pub options: StepOptions,
+}
+
+/// The node options, resolved.
+#[derive(Debug, Default)]
+pub(crate) struct StepOptions {
+    pub timeout: Option<Duration>,
+    pub retry: Option<Retry>,
+    pub on_error: Option<usize>,
+    pub optional: bool,
 }
 
 #[derive(Debug)]
@@ -43,6 +56,22 @@ pub(crate) enum StepKind {
         conditions: Vec<(Logic, usize)>,
         default: usize,
     },
+    Parallel {
+        branches: Vec<(Arc<str>, usize)>,
+        join: usize,
+        fail_fast: bool,
+    },
+    Foreach {
+        items: Jsonata,
+        concurrency: usize,
+        body: usize,
+        next: usize,
+    },
+    Call {
+        tool: Arc<str>,
+        args: Template,
+        next: usize,
+    },
 }
 
 impl StepKind {
@@ -53,6 +82,23 @@ impl StepKind {
             StepKind::Mcp { .. } => "mcp",
             StepKind::Transform { .. } => "transform",
             StepKind::Switch { .. } => "switch",
+            StepKind::Parallel { .. } => "parallel",
+            StepKind::Foreach { .. } => "foreach",
+            StepKind::Call { .. } => "call",
+        }
+    }
+
+    /// Where an `optional` node goes after a failure: where it goes when nothing is chosen.
+    pub fn default_next(&self) -> Option<usize> {
+        match self {
+            StepKind::Entry { next }
+            | StepKind::Mcp { next, .. }
+            | StepKind::Transform { next, .. }
+            | StepKind::Foreach { next, .. }
+            | StepKind::Call { next, .. } => Some(*next),
+            StepKind::Switch { default, .. } => Some(*default),
+            StepKind::Parallel { join, .. } => Some(*join),
+            StepKind::Exit => None,
         }
     }
 }
@@ -117,16 +163,54 @@ impl Graph {
                         .collect::<Result<_, CompileError>>()?,
                     default: resolve(id, &n.next)?,
                 },
+                Node::Parallel(n) => StepKind::Parallel {
+                    branches: n
+                        .branches
+                        .iter()
+                        .map(|(name, first)| Ok((name.as_str().into(), resolve(id, first)?)))
+                        .collect::<Result<_, CompileError>>()?,
+                    join: resolve(id, &n.next)?,
+                    fail_fast: n.mode.unwrap_or_default() == ParallelMode::FailFast,
+                },
+                Node::Foreach(n) => StepKind::Foreach {
+                    items: Jsonata::compile(&n.items)
+                        .map_err(|e| err(id, format!("items: {e}")))?,
+                    concurrency: n
+                        .concurrency
+                        .unwrap_or(ForeachNode::DEFAULT_CONCURRENCY)
+                        .clamp(1, ForeachNode::MAX_CONCURRENCY)
+                        as usize,
+                    body: resolve(id, &n.body)?,
+                    next: resolve(id, &n.next)?,
+                },
+                Node::Call(n) => StepKind::Call {
+                    tool: n.tool.as_str().into(),
+                    args: Template::compile(&n.args).map_err(|e| err(id, format!("args: {e}")))?,
+                    next: resolve(id, &n.next)?,
+                },
+            };
+            let opts = node.options();
+            let options = StepOptions {
+                timeout: opts.timeout_ms.map(Duration::from_millis),
+                retry: opts.retry.clone(),
+                on_error: opts
+                    .on_error
+                    .as_deref()
+                    .map(|to| resolve(id, to))
+                    .transpose()?,
+                optional: opts.is_optional(),
             };
             nodes.push(Step {
                 id: id.into(),
                 kind,
+                options,
             });
         }
         let entry = entry.ok_or_else(|| err("", "the tool has no `entry` node".into()))?;
         let limits = limits.copied().unwrap_or(ExecutionLimits {
             max_node_executions: None,
             max_execution_time_ms: None,
+            max_call_depth: None,
         });
         Ok(Graph {
             tool: tool.clone(),
@@ -134,6 +218,8 @@ impl Graph {
             entry,
             max_nodes: limits.max_nodes(),
             max_time: Duration::from_millis(limits.max_time_ms()),
+            timeout: tool.timeout_ms.map(Duration::from_millis),
+            max_depth: limits.max_depth(),
         })
     }
 

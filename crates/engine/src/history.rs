@@ -26,6 +26,32 @@ pub struct Record {
     pub output: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Attempts made, when the node has `retry` or needed more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// The `parallel` branch or `foreach` item this record ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
+    /// A `call` node's sub-run: the called tool's own records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_history: Option<Arc<History>>,
+}
+
+/// Where a record of concurrent work belongs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parent {
+    /// Id of the `parallel` or `foreach` node.
+    pub node: Arc<str>,
+    /// Index of that node's own record in the same history (it follows its children).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    /// The branch name, inside a `parallel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<Arc<str>>,
+    /// The item's position in the array, inside a `foreach`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<usize>,
 }
 
 /// The ordered records of a run, indexed by node for the history functions.
@@ -35,6 +61,9 @@ pub struct History {
     by_node: HashMap<Arc<str>, Vec<usize>>,
     /// Wall-clock time of the run's start, to turn monotonic offsets into timestamps.
     epoch_ms: f64,
+    /// Records before this one live elsewhere: in a branch, the parent's history at fork time.
+    /// Indices (and `by_node`) count them, so a branch's records keep the run's numbering.
+    offset: usize,
 }
 
 impl History {
@@ -47,7 +76,28 @@ impl History {
             records: Vec::new(),
             by_node: HashMap::new(),
             epoch_ms,
+            offset: 0,
         }
+    }
+
+    /// An empty history whose first record gets index `offset` (a branch's own records).
+    pub(crate) fn continuing(&self, offset: usize) -> History {
+        History {
+            records: Vec::new(),
+            by_node: HashMap::new(),
+            epoch_ms: self.epoch_ms,
+            offset,
+        }
+    }
+
+    /// The index the next record gets.
+    pub(crate) fn next_index(&self) -> usize {
+        self.offset + self.records.len()
+    }
+
+    /// Every record, moved out.
+    pub(crate) fn into_records(self) -> Vec<Record> {
+        self.records
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -60,8 +110,8 @@ impl History {
         input: Option<serde_json::Value>,
         output: Option<Value>,
         error: Option<String>,
-    ) -> &Record {
-        let index = self.records.len();
+    ) -> &mut Record {
+        let index = self.next_index();
         match self.by_node.get_mut(node_id) {
             Some(v) => v.push(index),
             None => {
@@ -78,8 +128,23 @@ impl History {
             input,
             output,
             error,
+            attempts: None,
+            parent: None,
+            sub_history: None,
         });
-        &self.records[index]
+        let last = self.records.len() - 1;
+        &mut self.records[last]
+    }
+
+    /// Appends a record made elsewhere (a branch's), giving it the next index.
+    pub(crate) fn append(&mut self, mut record: Record) {
+        let index = self.next_index();
+        record.index = index;
+        self.by_node
+            .entry(record.node_id.clone())
+            .or_default()
+            .push(index);
+        self.records.push(record);
     }
 
     pub fn records(&self) -> &[Record] {

@@ -13,6 +13,16 @@
 //! [`Event`]s to observers. [`Engine::start`] runs in the background under debug
 //! [`Control`]: breakpoints, pause, resume, step and stop.
 //!
+//! Resilience (mcpflow extensions, see the README's config reference): every node may have
+//! `timeoutMs`, `retry` (exponential backoff; only timeouts, transport errors and, if asked,
+//! tool errors are retried), `onError` and `optional` (the failure becomes the node's output,
+//! `{message, code, nodeId, kind, attempts}`). `parallel` runs branches concurrently,
+//! `foreach` maps a body over an array with a concurrency limit, `call` runs another tool as a
+//! sub-run. A branch or item runs on a fork of the history and context (the branch-local
+//! view); its records are appended to the run's history when the node ends, each with its
+//! [`Parent`]. [`Control::cancel`] stops a run on the client's behalf ([`RunStatus::Cancelled`]);
+//! dropped upstream calls are cancelled at the upstream.
+//!
 //! The engine knows nothing of transports: MCP framing, HTTP and JSON-RPC belong to `server`;
 //! it reaches upstream MCP servers only through [`mcpflow_upstream::UpstreamPool`].
 
@@ -20,9 +30,12 @@ mod control;
 mod engine;
 mod error;
 mod event;
+mod fanout;
+mod frame;
 mod graph;
 mod history;
 mod output;
+mod resilience;
 mod run;
 
 pub use control::{Control, DebugState};
@@ -30,7 +43,7 @@ pub use engine::{Engine, RunHandle, RunOptions, ToolInfo};
 pub use error::{CompileError, RunError, RunErrorKind};
 pub use event::Event;
 pub use graph::Graph;
-pub use history::{History, Record};
+pub use history::{History, Parent, Record};
 pub use output::mcp_output;
 pub use run::{Run, RunStatus};
 

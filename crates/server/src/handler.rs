@@ -2,14 +2,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcpflow_config::{Config, ServerMeta};
-use mcpflow_engine::Engine;
+use mcpflow_engine::{Control, Engine, Event};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::ArgsValidator;
 use crate::error::ServerError;
@@ -109,6 +112,17 @@ impl GraphServer {
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
     ) -> Result<CallToolResult, McpError> {
+        self.call_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`GraphServer::call`] with the request's cancellation and progress reporting.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, McpError> {
         let Some(entry) = self.inner.by_name.get(name) else {
             let known: Vec<&str> = self.inner.tools.iter().map(|t| &*t.name).collect();
             return Err(McpError::invalid_params(
@@ -127,7 +141,37 @@ impl GraphServer {
                 errors.join("; ")
             ))]));
         }
-        let run = self.inner.engine.run(name, args).await;
+        let control = Control::new();
+        let (tx, rx) = match &options.progress {
+            Some(_) => {
+                let (tx, rx) = broadcast::channel(1024);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let engine = &self.inner.engine;
+        let runner = async {
+            // Owning the sender here closes the channel when the run ends.
+            let tx = tx;
+            let run = engine.run_observed(name, args, &control, tx.as_ref());
+            tokio::pin!(run);
+            match &options.cancel {
+                Some(ct) => tokio::select! {
+                    run = &mut run => run,
+                    () = ct.cancelled() => {
+                        control.cancel();
+                        run.await
+                    }
+                },
+                None => run.await,
+            }
+        };
+        let report = async {
+            if let (Some((peer, token)), Some(rx)) = (&options.progress, rx) {
+                forward_progress(rx, peer, token).await;
+            }
+        };
+        let (run, ()) = tokio::join!(runner, report);
         match &run.result {
             Ok(_) => {
                 tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run succeeded")
@@ -135,6 +179,67 @@ impl GraphServer {
             Err(e) => tracing::warn!(run = %run.id, tool = name, error = %e, "run failed"),
         }
         Ok(tool_result(&run, entry.output.as_ref()))
+    }
+}
+
+/// What a `tools/call` request brings besides its arguments.
+#[derive(Default)]
+pub struct CallOptions {
+    /// Cancelled when the client cancels the request; the run stops and is recorded as
+    /// cancelled, and its in-flight upstream calls are cancelled in turn.
+    pub cancel: Option<CancellationToken>,
+    /// Where to send `notifications/progress`: one per finished node (progress = nodes
+    /// finished so far, message = the node id).
+    pub progress: Option<(Peer<RoleServer>, ProgressToken)>,
+}
+
+async fn forward_progress(
+    mut rx: broadcast::Receiver<Event>,
+    peer: &Peer<RoleServer>,
+    token: &ProgressToken,
+) {
+    let mut done = 0u64;
+    // Progress must grow with every notification: an upstream's progress on the node in flight
+    // is reported as a fraction between the nodes done so far and the next one.
+    let mut last = 0.0f64;
+    loop {
+        let (progress, message) = match rx.recv().await {
+            Ok(Event::NodeFinished { record }) => {
+                done += 1;
+                (done as f64, record.node_id.to_string())
+            }
+            Ok(Event::UpstreamProgress {
+                node_id,
+                progress,
+                total,
+                message,
+            }) => {
+                let fraction = match total {
+                    Some(t) if t > 0.0 => (progress / t).clamp(0.0, 0.99),
+                    _ => 0.5,
+                };
+                let text = match message {
+                    Some(m) => format!("{node_id}: {m}"),
+                    None => format!("{node_id}: {progress}"),
+                };
+                (done as f64 + fraction, text)
+            }
+            // Nodes whose events were missed still finished: count them, report the next one.
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                done += missed;
+                continue;
+            }
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if progress <= last {
+            continue;
+        }
+        last = progress;
+        let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
+        if peer.notify_progress(param).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -166,9 +271,16 @@ impl ServerHandler for GraphServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.call(&request.name, request.arguments)
+        let options = CallOptions {
+            cancel: Some(context.ct.clone()),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (context.peer.clone(), token)),
+        };
+        self.call_with(&request.name, request.arguments, &options)
             .await
             .map(Into::into)
     }

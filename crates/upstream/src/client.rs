@@ -1,6 +1,7 @@
 //! The client side of one connection: what mcpflow tells the upstream about itself, and what
 //! it does with the upstream's notifications.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 // Logging is deprecated in 2026-07-28 (SEP-2577), but the older servers we talk to still log.
@@ -9,11 +10,59 @@ use std::sync::{Arc, Mutex};
     reason = "servers on 2025-11-25 and older still send notifications/message"
 )]
 use rmcp::model::LoggingMessageNotificationParam;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
+};
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
+use tokio::sync::mpsc;
 
 use crate::result::ToolInfo;
+
+/// One `notifications/progress` an upstream sent about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamProgress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a call's progress goes.
+pub type ProgressSink = mpsc::UnboundedSender<UpstreamProgress>;
+
+/// The rmcp client puts its own progress token on every request: calls that want their
+/// progress register that token here, and the notifications are routed back by it.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressRoutes {
+    routes: Mutex<HashMap<ProgressToken, ProgressSink>>,
+}
+
+impl ProgressRoutes {
+    /// Routes `token`'s notifications to `sink` until the returned guard is dropped.
+    pub fn register(self: &Arc<Self>, token: ProgressToken, sink: ProgressSink) -> Route {
+        self.lock().insert(token.clone(), sink);
+        Route {
+            routes: self.clone(),
+            token,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, ProgressSink>> {
+        self.routes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(crate) struct Route {
+    routes: Arc<ProgressRoutes>,
+    token: ProgressToken,
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        self.routes.lock().remove(&self.token);
+    }
+}
 
 /// The version sent in `initialize`. rmcp's default, 2026-07-28, has no `initialize` at all and
 /// most servers in the wild do not speak it yet; 2025-11-25 is the newest version with the
@@ -24,11 +73,20 @@ pub(crate) const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_
 pub(crate) struct ClientEvents {
     server: Arc<str>,
     tools: Arc<ToolCache>,
+    progress: Arc<ProgressRoutes>,
 }
 
 impl ClientEvents {
-    pub fn new(server: Arc<str>, tools: Arc<ToolCache>) -> ClientEvents {
-        ClientEvents { server, tools }
+    pub fn new(
+        server: Arc<str>,
+        tools: Arc<ToolCache>,
+        progress: Arc<ProgressRoutes>,
+    ) -> ClientEvents {
+        ClientEvents {
+            server,
+            tools,
+            progress,
+        }
     }
 }
 
@@ -39,6 +97,21 @@ impl ClientHandler for ClientEvents {
             Implementation::new("mcpflow", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(PROTOCOL_VERSION)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self.progress.lock().get(&params.progress_token).cloned();
+        if let Some(sink) = sink {
+            let _ = sink.send(UpstreamProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

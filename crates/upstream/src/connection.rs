@@ -5,11 +5,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, JsonObject};
-use rmcp::service::{ClientInitializeError, RunningService};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientNotification, ClientRequest, JsonObject, RequestId, ServerResult,
+};
+use rmcp::service::{ClientInitializeError, Peer, PeerRequestOptions, RunningService};
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 
-use crate::client::{ClientEvents, ToolCache};
+use crate::client::{ClientEvents, ProgressRoutes, ProgressSink, ToolCache};
 use crate::error::UpstreamError;
 use crate::process::{self, ChildProcess, CommandSpec, Spawned};
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
@@ -23,6 +26,7 @@ pub(crate) struct Connection {
     service: RunningService<RoleClient, ClientEvents>,
     process: ChildProcess,
     tools: Arc<ToolCache>,
+    progress: Arc<ProgressRoutes>,
     info: ServerInfo,
 }
 
@@ -44,7 +48,9 @@ impl Connection {
             reason: spawn_failure(&error),
         })?;
         let tools = Arc::new(ToolCache::default());
-        let handshake = ClientEvents::new(server.clone(), tools.clone()).serve((stdout, stdin));
+        let progress = Arc::new(ProgressRoutes::default());
+        let handshake = ClientEvents::new(server.clone(), tools.clone(), progress.clone())
+            .serve((stdout, stdin));
         let service = match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -98,6 +104,7 @@ impl Connection {
             service,
             process,
             tools,
+            progress,
             info,
         })
     }
@@ -128,6 +135,44 @@ impl Connection {
         let result = self
             .request(&operation, timeout, self.service.call_tool(params))
             .await?;
+        ToolResult::from_rmcp(result).map_err(|error| UpstreamError::Protocol {
+            server: self.server.to_string(),
+            operation,
+            reason: error.to_string(),
+        })
+    }
+
+    /// Like [`Connection::call_tool`], sending the upstream's progress notifications about this
+    /// call to `sink`.
+    pub async fn call_tool_with_progress(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        timeout: Duration,
+        sink: ProgressSink,
+    ) -> Result<ToolResult, UpstreamError> {
+        let operation = format!("tools/call {tool}");
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let peer = self.service.peer();
+        let call = async move {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await?;
+            let _route = self.progress.register(handle.progress_token.clone(), sink);
+            // rmcp's own call_tool cancels an abandoned request; this path must do it itself.
+            let mut guard = CancelOnDrop {
+                peer,
+                id: Some(handle.id.clone()),
+            };
+            let response = handle.await_response().await;
+            guard.id = None;
+            match response? {
+                ServerResult::CallToolResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
+        };
+        let result = self.request(&operation, timeout, call).await?;
         ToolResult::from_rmcp(result).map_err(|error| UpstreamError::Protocol {
             server: self.server.to_string(),
             operation,
@@ -247,6 +292,31 @@ async fn handshake_failure(error: &ClientInitializeError, process: &ChildProcess
             error.message, error.code.0
         ),
         other => format!("`initialize` failed: {other}"),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose answer nobody will read any more.
+struct CancelOnDrop<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("request abandoned by mcpflow".to_owned()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
     }
 }
 

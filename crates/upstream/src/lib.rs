@@ -38,6 +38,7 @@ mod result;
 mod stderr;
 mod upstream;
 
+pub use client::{ProgressSink, UpstreamProgress};
 pub use error::UpstreamError;
 pub use pool::{PoolOptions, UpstreamPool};
 pub use result::{ServerInfo, ToolInfo, ToolResult};

@@ -83,6 +83,20 @@ impl UpstreamPool {
         self.upstream(server)?.call_tool(tool, args).await
     }
 
+    /// [`UpstreamPool::call_tool`], sending the upstream's `notifications/progress` about this
+    /// call to `sink` (rmcp replaces the progress token; it is mapped back here).
+    pub async fn call_tool_with_progress(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        sink: crate::client::ProgressSink,
+    ) -> Result<ToolResult, UpstreamError> {
+        self.upstream(server)?
+            .call_tool_with_progress(tool, args, sink)
+            .await
+    }
+
     /// Every tool `server` lists (all pages), cached until the server says its list changed.
     pub async fn list_tools(&self, server: &str) -> Result<Vec<ToolInfo>, UpstreamError> {
         self.upstream(server)?.list_tools().await

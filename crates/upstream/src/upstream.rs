@@ -104,6 +104,20 @@ impl Upstream {
         result
     }
 
+    pub async fn call_tool_with_progress(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        sink: crate::client::ProgressSink,
+    ) -> Result<ToolResult, UpstreamError> {
+        let connection = self.connection().await?;
+        let result = connection
+            .call_tool_with_progress(tool, args, self.call_timeout, sink)
+            .await;
+        self.note(&result);
+        result
+    }
+
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, UpstreamError> {
         let connection = self.connection().await?;
         let result = connection.list_tools(self.call_timeout).await;
