@@ -26,10 +26,7 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&command);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcpflow: cannot start the async runtime: {e}");
@@ -66,4 +63,21 @@ fn init_logging(command: &Command) {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
+}
+
+/// `MCPFLOW_WORKER_THREADS=0`: everything on the main thread, which saves the cross-thread wake-ups
+/// of each stdio round trip; `N`: N workers; unset: one per core.
+fn runtime_builder() -> tokio::runtime::Builder {
+    match std::env::var("MCPFLOW_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(0) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    }
 }

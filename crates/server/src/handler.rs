@@ -189,9 +189,14 @@ pub struct CallOptions {
     /// cancelled, and its in-flight upstream calls are cancelled in turn.
     pub cancel: Option<CancellationToken>,
     /// Where to send `notifications/progress`: one per finished node (progress = nodes
-    /// finished so far, message = the node id).
+    /// finished so far, message = the node id) for the first 100, then at most ten a second.
     pub progress: Option<(Peer<RoleServer>, ProgressToken)>,
 }
+
+/// Every node's progress is reported for the first this many notifications…
+const PROGRESS_EVERY_NODE: u32 = 100;
+/// …then at most one per this interval.
+const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 async fn forward_progress(
     mut rx: broadcast::Receiver<Event>,
@@ -202,6 +207,8 @@ async fn forward_progress(
     // Progress must grow with every notification: an upstream's progress on the node in flight
     // is reported as a fraction between the nodes done so far and the next one.
     let mut last = 0.0f64;
+    let mut sent = 0u32;
+    let mut last_sent = std::time::Instant::now();
     loop {
         let (progress, message) = match rx.recv().await {
             Ok(Event::NodeFinished { record }) => {
@@ -235,6 +242,14 @@ async fn forward_progress(
         if progress <= last {
             continue;
         }
+        // A long loop finishes hundreds of thousands of nodes a second: after the first few,
+        // report at most a few times a second rather than flood the client.
+        let now = std::time::Instant::now();
+        if sent >= PROGRESS_EVERY_NODE && now.duration_since(last_sent) < PROGRESS_INTERVAL {
+            continue;
+        }
+        sent += 1;
+        last_sent = now;
         last = progress;
         let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
         if peer.notify_progress(param).await.is_err() {
