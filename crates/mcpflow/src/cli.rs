@@ -48,6 +48,14 @@ pub struct ConfigArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Serve Streamable HTTP at `/mcp` on ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
+    /// one) instead of stdio, with `/healthz` and `/readyz`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http: also accept this `Host` (repeatable). Only loopback names are accepted
+    /// by default, against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +114,8 @@ impl Cli {
                     config,
                     mcp: self.mcp,
                 },
+                http: None,
+                allowed_hosts: Vec::new(),
             })),
             (None, None) => {
                 Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into())

@@ -13,11 +13,13 @@
 mod args;
 mod error;
 mod handler;
+mod http;
 mod result;
 
 pub use args::ArgsValidator;
 pub use error::ServerError;
 pub use handler::{CallOptions, GraphServer};
+pub use http::{HttpListener, HttpOptions};
 pub use result::tool_result;
 
 /// Serves `server` on stdin/stdout until the client disconnects.
