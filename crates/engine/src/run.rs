@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
-use mcpflow_expr::{ExprError, Limits, Logic, Scope, Value, truthy};
+use mcpflow_expr::{ExprError, Limits, Logic, Scope, Template, Value, truthy};
 use mcpflow_upstream::{UpstreamError, UpstreamPool};
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -439,10 +439,7 @@ impl<'a> Executor<'a> {
                 args: template,
                 next,
             } => {
-                let rendered = template
-                    .render(&scope())
-                    .map_err(|e| RunError::expression(id, e))?
-                    .unwrap_or(Json::Object(Default::default()));
+                let rendered = render_args(template, &scope(), id)?;
                 *input = Some(rendered.clone());
                 let out = self.call(id, server, tool, rendered).await?;
                 Ok(Done::plain(out, Some(*next)))
@@ -452,10 +449,7 @@ impl<'a> Executor<'a> {
                 args: template,
                 next,
             } => {
-                let rendered = template
-                    .render(&scope())
-                    .map_err(|e| RunError::expression(id, e))?
-                    .unwrap_or(Json::Object(Default::default()));
+                let rendered = render_args(template, &scope(), id)?;
                 *input = Some(rendered.clone());
                 let (out, sub) = self.sub_run(id, tool, rendered).await;
                 let sub = Some(Arc::new(sub));
@@ -635,4 +629,12 @@ fn route(
         }
     }
     Ok(default)
+}
+
+/// An mcp or call node's arguments; an undefined template gives `{}`.
+fn render_args(template: &Template, scope: &Scope<'_>, id: &str) -> Result<Json, RunError> {
+    Ok(template
+        .render(scope)
+        .map_err(|e| RunError::expression(id, e))?
+        .unwrap_or(Json::Object(Default::default())))
 }

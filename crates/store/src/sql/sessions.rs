@@ -162,6 +162,27 @@ impl SqlStore {
         expect_one(done.rows_affected(), run_id, "waiting")
     }
 
+    /// Ends an update of a claimed session that put it back to waiting: `row` is what the
+    /// compare-and-set `UPDATE … RETURNING run_id` gave (none: the claim was lost), and the run
+    /// is marked waiting again in the same transaction.
+    async fn back_to_waiting(
+        &self,
+        mut tx: Tx,
+        row: Option<sqlx::any::AnyRow>,
+        id: &str,
+        claimed_version: i64,
+    ) -> Result<Session, StoreError> {
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.why_not_claimed(id, claimed_version).await);
+        };
+        let run_id: String = get(&row, "run_id")?;
+        self.run_waits(&mut tx, &run_id).await?;
+        let session = self.session_in(&mut tx, id).await?;
+        self.commit(tx).await?;
+        Ok(session)
+    }
+
     /// A session goes back to waiting: its run no longer executes anywhere.
     async fn run_waits(&self, tx: &mut Tx, run_id: &str) -> Result<(), StoreError> {
         let done = sqlx::query(
@@ -247,15 +268,7 @@ impl SqlStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(|e| self.err(e))?;
-        let Some(row) = row else {
-            drop(tx);
-            return Err(self.why_not_claimed(id, claimed_version).await);
-        };
-        let run_id: String = get(&row, "run_id")?;
-        self.run_waits(&mut tx, &run_id).await?;
-        let session = self.session_in(&mut tx, id).await?;
-        self.commit(tx).await?;
-        Ok(session)
+        self.back_to_waiting(tx, row, id, claimed_version).await
     }
 
     pub(super) async fn release_session(
@@ -275,15 +288,7 @@ impl SqlStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(|e| self.err(e))?;
-        let Some(row) = row else {
-            drop(tx);
-            return Err(self.why_not_claimed(id, claimed_version).await);
-        };
-        let run_id: String = get(&row, "run_id")?;
-        self.run_waits(&mut tx, &run_id).await?;
-        let session = self.session_in(&mut tx, id).await?;
-        self.commit(tx).await?;
-        Ok(session)
+        self.back_to_waiting(tx, row, id, claimed_version).await
     }
 
     pub(super) async fn cancel_session(
