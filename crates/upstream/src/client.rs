@@ -117,6 +117,7 @@ impl ClientHandler for ClientEvents {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::debug!(server = %self.server, "upstream tool list changed");
         self.tools.invalidate();
+        crate::changes::announce(&self.server);
     }
 
     #[expect(
@@ -128,6 +129,7 @@ impl ClientHandler for ClientEvents {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        crate::changes::announce_log(&self.server, &params);
         tracing::debug!(
             target: "mcpflow_upstream::log",
             server = %self.server,

@@ -1,8 +1,9 @@
-//! One live MCP session with one stdio upstream: handshake, requests with a deadline, and
-//! prompt failure when the child dies.
+//! One live MCP session with one upstream, a child process or a remote server: handshake,
+//! requests with a deadline, and prompt failure when the child dies or the connection breaks.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -15,8 +16,12 @@ use rmcp::{RoleClient, ServiceError, ServiceExt};
 use crate::client::{ClientEvents, ProgressRoutes, ProgressSink, ToolCache};
 use crate::error::UpstreamError;
 use crate::process::{self, ChildProcess, CommandSpec, Spawned};
+use crate::remote::RemoteSpec;
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
 use crate::stderr::StderrTail;
+
+/// rmcp marks the error it hands a request whose response stream closed early with this key.
+const TRANSPORT_CLOSED_MARKER: &str = "io.modelcontextprotocol/transportClosed";
 
 /// How long a dead child may take to be reaped before we describe it anyway.
 const DEATH_WAIT: Duration = Duration::from_secs(1);
@@ -24,10 +29,28 @@ const DEATH_WAIT: Duration = Duration::from_secs(1);
 pub(crate) struct Connection {
     server: Arc<str>,
     service: RunningService<RoleClient, ClientEvents>,
-    process: ChildProcess,
+    link: Link,
     tools: Arc<ToolCache>,
     progress: Arc<ProgressRoutes>,
     info: ServerInfo,
+}
+
+/// What carries the session.
+enum Link {
+    Child(ChildProcess),
+    Remote(RemoteLink),
+}
+
+struct RemoteLink {
+    /// The URL without credentials.
+    url: String,
+    /// Set when a request showed the connection unusable; the next call connects anew.
+    broken: AtomicBool,
+    /// Set when a request failed without being processed: the server refused it because it no
+    /// longer knows our session (some servers answer HTTP 400 where the spec says 404, so rmcp
+    /// does not re-initialize), or it never reached the server. It may be retried once on a
+    /// new connection.
+    unprocessed: AtomicBool,
 }
 
 impl Connection {
@@ -71,6 +94,67 @@ impl Connection {
                 });
             }
         };
+        let pid = process.pid();
+        Ok(Connection::new(
+            server,
+            service,
+            Link::Child(process),
+            tools,
+            progress,
+            pid.map(|pid| format!("pid {pid}")),
+        ))
+    }
+
+    /// Connects to a remote upstream and completes the MCP handshake within `timeout`.
+    pub async fn connect_remote(
+        server: &Arc<str>,
+        spec: &RemoteSpec,
+        timeout: Duration,
+    ) -> Result<Connection, UpstreamError> {
+        let tools = Arc::new(ToolCache::default());
+        let progress = Arc::new(ProgressRoutes::default());
+        let events = || ClientEvents::new(server.clone(), tools.clone(), progress.clone());
+        let service = match tokio::time::timeout(timeout, spec.handshake(events, timeout)).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(reason)) => {
+                return Err(UpstreamError::Unreachable {
+                    server: server.to_string(),
+                    url: spec.display.clone(),
+                    reason,
+                });
+            }
+            Err(_elapsed) => {
+                return Err(UpstreamError::HandshakeTimeout {
+                    server: server.to_string(),
+                    url: spec.display.clone(),
+                    timeout_ms: millis(timeout),
+                });
+            }
+        };
+        let link = Link::Remote(RemoteLink {
+            url: spec.display.clone(),
+            broken: AtomicBool::new(false),
+            unprocessed: AtomicBool::new(false),
+        });
+        let place = format!("{} {}", spec.kind_name(), spec.display);
+        Ok(Connection::new(
+            server,
+            service,
+            link,
+            tools,
+            progress,
+            Some(place),
+        ))
+    }
+
+    fn new(
+        server: &Arc<str>,
+        service: RunningService<RoleClient, ClientEvents>,
+        link: Link,
+        tools: Arc<ToolCache>,
+        progress: Arc<ProgressRoutes>,
+        place: Option<String>,
+    ) -> Connection {
         let info = match service.peer_info() {
             Some(peer) => ServerInfo {
                 protocol_version: peer.protocol_version.as_str().to_string(),
@@ -85,7 +169,10 @@ impl Connection {
                 instructions: None,
             },
         };
-        if info.protocol_version.as_str() > crate::client::PROTOCOL_VERSION.as_str() {
+        // 2026-07-28 is reached only through `server/discover`, which asks for it.
+        if matches!(link, Link::Child(_))
+            && info.protocol_version.as_str() > crate::client::PROTOCOL_VERSION.as_str()
+        {
             tracing::warn!(
                 server = %server,
                 protocol = %info.protocol_version,
@@ -94,19 +181,28 @@ impl Connection {
         }
         tracing::info!(
             server = %server,
-            pid = process.pid(),
+            at = place.as_deref().unwrap_or("?"),
             protocol = %info.protocol_version,
             upstream = info.name.as_deref().unwrap_or("?"),
             "upstream connected"
         );
-        Ok(Connection {
+        Connection {
             server: server.clone(),
             service,
-            process,
+            link,
             tools,
             progress,
             info,
-        })
+        }
+    }
+
+    /// For the gateway's pass-through: the session, to send any request on.
+    pub(crate) fn peer(&self) -> &rmcp::service::Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    pub(crate) fn progress_routes(&self) -> Arc<ProgressRoutes> {
+        self.progress.clone()
     }
 
     pub fn info(&self) -> &ServerInfo {
@@ -114,14 +210,34 @@ impl Connection {
     }
 
     pub fn pid(&self) -> Option<u32> {
-        self.process.pid()
+        match &self.link {
+            Link::Child(process) => process.pid(),
+            Link::Remote(_) => None,
+        }
     }
 
-    /// False once the child exited or the session ended; the next call then starts a new one.
+    /// False once the child exited, the connection broke or the session ended; the next call
+    /// then starts a new one.
     pub fn is_alive(&self) -> bool {
-        !self.process.has_exited()
-            && !self.service.is_closed()
-            && !self.service.is_transport_closed()
+        let link_alive = match &self.link {
+            Link::Child(process) => !process.has_exited(),
+            Link::Remote(remote) => !remote.broken.load(Ordering::Acquire),
+        };
+        link_alive && !self.service.is_closed() && !self.service.is_transport_closed()
+    }
+
+    /// Whether a failed request may be retried on this kind of link (remote ones only).
+    pub fn may_retry(&self) -> bool {
+        matches!(self.link, Link::Remote(_))
+    }
+
+    /// True once a request failed without being processed (see `RemoteLink::unprocessed`), so
+    /// the caller may retry it once on a new connection.
+    pub fn failed_unprocessed(&self) -> bool {
+        match &self.link {
+            Link::Remote(remote) => remote.unprocessed.load(Ordering::Acquire),
+            Link::Child(_) => false,
+        }
     }
 
     pub async fn call_tool(
@@ -203,7 +319,7 @@ impl Connection {
     ///
     /// On timeout the request future is dropped, and rmcp then sends `notifications/cancelled`
     /// for it, so the upstream can stop working on an answer nobody will read.
-    async fn request<T>(
+    pub(crate) async fn request<T>(
         &self,
         operation: &str,
         timeout: Duration,
@@ -213,7 +329,7 @@ impl Connection {
         let outcome = tokio::select! {
             biased;
             outcome = &mut request => outcome,
-            () = self.process.exited() => {
+            () = self.gone() => {
                 // The answer may still be in the pipe behind the exit; rmcp reports the closed
                 // stream as soon as it reads to the end.
                 tokio::time::timeout(DEATH_WAIT, &mut request)
@@ -234,15 +350,45 @@ impl Connection {
         };
         let server = self.server.to_string();
         let operation = operation.to_string();
-        Err(match error {
-            ServiceError::McpError(error) => UpstreamError::Rejected {
-                server,
-                operation,
-                code: error.code.0,
-                message: error.message.into_owned(),
-            },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let (status, stderr_tail) = self.process.death_report(DEATH_WAIT).await;
+        let closed = match error {
+            ServiceError::McpError(error) if is_transport_closed(&error) => {
+                error.message.into_owned()
+            }
+            ServiceError::McpError(error) => {
+                if let Link::Remote(remote) = &self.link
+                    && refuses_session(&error)
+                {
+                    tracing::info!(server = %server, "upstream forgot our session; reconnecting");
+                    remote.unprocessed.store(true, Ordering::Release);
+                    remote.broken.store(true, Ordering::Release);
+                }
+                return Err(UpstreamError::Rejected {
+                    server,
+                    operation,
+                    code: error.code.0,
+                    message: error.message.into_owned(),
+                });
+            }
+            ServiceError::TransportClosed => "the connection closed".to_string(),
+            ServiceError::TransportSend(error) => {
+                let (reason, undelivered) = describe_send_failure(&error);
+                if undelivered && let Link::Remote(remote) = &self.link {
+                    // Nothing reached the server: trying again on a new connection is safe.
+                    remote.unprocessed.store(true, Ordering::Release);
+                }
+                reason
+            }
+            other => {
+                return Err(UpstreamError::Protocol {
+                    server,
+                    operation,
+                    reason: other.to_string(),
+                });
+            }
+        };
+        Err(match &self.link {
+            Link::Child(process) => {
+                let (status, stderr_tail) = process.death_report(DEATH_WAIT).await;
                 tracing::warn!(server = %server, %status, "upstream died during `{operation}`");
                 UpstreamError::Crashed {
                     server,
@@ -251,19 +397,116 @@ impl Connection {
                     stderr_tail,
                 }
             }
-            other => UpstreamError::Protocol {
-                server,
-                operation,
-                reason: other.to_string(),
-            },
+            Link::Remote(remote) => {
+                remote.broken.store(true, Ordering::Release);
+                tracing::warn!(server = %server, url = %remote.url, "upstream connection lost during `{operation}`");
+                UpstreamError::Disconnected {
+                    server,
+                    url: remote.url.clone(),
+                    operation,
+                    reason: scrub_urls(&closed),
+                }
+            }
         })
     }
 
-    /// Closes stdin, then waits for the child to exit, escalating to SIGTERM and SIGKILL.
+    /// Resolves when the child exits; never for a remote upstream, whose breakage shows in
+    /// the request itself.
+    async fn gone(&self) {
+        match &self.link {
+            Link::Child(process) => process.exited().await,
+            Link::Remote(_) => std::future::pending().await,
+        }
+    }
+
+    /// Closes stdin, then waits for the child to exit, escalating to SIGTERM and SIGKILL. A
+    /// remote session is ended (rmcp sends the HTTP `DELETE` for it in the background).
     pub async fn shut_down(&self, grace: Duration) {
         self.service.cancellation_token().cancel();
-        self.process.terminate(grace).await;
+        if let Link::Child(process) = &self.link {
+            process.terminate(grace).await;
+        }
     }
+}
+
+fn is_transport_closed(error: &rmcp::model::ErrorData) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|data| data.get(TRANSPORT_CLOSED_MARKER))
+        .is_some()
+}
+
+/// Whether a JSON-RPC error says the server does not know our session. Servers built from the
+/// TypeScript SDK's examples answer a forgotten session with HTTP 400 and a -32000 error
+/// "Bad Request: No valid session ID provided" instead of the 404 that makes rmcp
+/// re-initialize by itself.
+fn refuses_session(error: &rmcp::model::ErrorData) -> bool {
+    let message = error.message.to_ascii_lowercase();
+    (error.code.0 == -32000 || error.code.0 == -32600 || error.code.0 == -32001)
+        && message.contains("session")
+        && (message.contains("no valid")
+            || message.contains("not found")
+            || message.contains("invalid")
+            || message.contains("unknown")
+            || message.contains("expired"))
+}
+
+/// Why a message could not be sent, and whether it certainly never reached the server (the
+/// connection could not even be opened).
+fn describe_send_failure(error: &rmcp::transport::DynamicTransportError) -> (String, bool) {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::Client(error)) => (with_causes(error), error.is_connect()),
+        // A 4xx answer to a request within a session means the server refused it unprocessed
+        // (typically: it no longer knows the session and its error carries no request id).
+        Some(StreamableHttpError::UnexpectedServerResponse(text))
+            if text.starts_with("HTTP 400") || text.starts_with("HTTP 404") =>
+        {
+            (text.to_string(), true)
+        }
+        Some(other) => (with_causes(other), false),
+        None => (with_causes(error.error.as_ref()), false),
+    }
+}
+
+/// An error's message followed by its causes: reqwest's own message ("error sending request")
+/// says nothing of why ("connection refused").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    // (reqwest's own text names the URL; `scrub_urls` takes it out afterwards.)
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Drops anything that looks like a URL from an error text: reqwest puts the full request URL
+/// (which may carry credentials in its query) into its messages.
+fn scrub_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let bare = word.trim_start_matches('(');
+            if bare.starts_with("http://") || bare.starts_with("https://") {
+                let prefix = &word[..word.len() - bare.len()];
+                let url = bare.trim_end_matches([')', ':', ',', ';', '.']);
+                let suffix = &bare[url.len()..];
+                format!("{prefix}<url>{suffix}")
+            } else {
+                word.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Why the program did not start, in words for the user rather than an errno.
@@ -322,4 +565,18 @@ impl Drop for CancelOnDrop<'_> {
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_taken_out_of_error_texts() {
+        assert_eq!(
+            scrub_urls("error sending request for url (http://h:1/mcp?key=secret): refused"),
+            "error sending request for url (<url>): refused"
+        );
+        assert_eq!(scrub_urls("no url here"), "no url here");
+    }
 }

@@ -90,10 +90,45 @@ pub enum UpstreamError {
     },
 
     #[error(
-        "upstream `{server}` has type `{kind}`, which is not supported yet: remote upstreams arrive with the transports \
-         work; use a stdio server (`command`, `args`) for now"
+        "upstream `{server}` has type `{kind}`, which this build does not support; use a stdio \
+         server (`command`, `args`), `streamableHttp` or `sse`"
     )]
     Unsupported { server: String, kind: String },
+
+    /// A remote upstream could not be connected to: bad URL or headers, refused connection,
+    /// HTTP error, or a failed handshake. `url` never carries credentials or a query string.
+    #[error(
+        "upstream `{server}` ({url}) could not be connected: {reason}; check the URL, that the \
+         server is running and speaks MCP over this `type`, and its `headers`"
+    )]
+    Unreachable {
+        server: String,
+        url: String,
+        reason: String,
+    },
+
+    #[error(
+        "upstream `{server}` ({url}) did not complete the MCP handshake within {timeout_ms} ms; \
+         check the URL and `type`, or raise `connectTimeoutMs` if the server is only slow"
+    )]
+    HandshakeTimeout {
+        server: String,
+        url: String,
+        timeout_ms: u64,
+    },
+
+    /// The connection to a remote upstream broke while a request was under way; the next
+    /// call connects again.
+    #[error(
+        "upstream `{server}` ({url}) was lost while `{operation}` was in progress: {reason}; \
+         mcpflow connects again on the next call"
+    )]
+    Disconnected {
+        server: String,
+        url: String,
+        operation: String,
+        reason: String,
+    },
 
     #[error("upstream `{server}` was shut down with its pool; create a new pool to call it again")]
     ShutDown { server: String },
@@ -112,6 +147,9 @@ impl UpstreamError {
             | UpstreamError::Rejected { server, .. }
             | UpstreamError::Protocol { server, .. }
             | UpstreamError::Unsupported { server, .. }
+            | UpstreamError::Unreachable { server, .. }
+            | UpstreamError::HandshakeTimeout { server, .. }
+            | UpstreamError::Disconnected { server, .. }
             | UpstreamError::ShutDown { server } => server,
         }
     }

@@ -15,29 +15,45 @@
 //! ```
 //!
 //! What the pool guarantees:
-//! - A stdio upstream starts on first use, once: concurrent first calls share one child, and
-//!   all calls share its one session (rmcp multiplexes them by request id).
-//! - `initialize` offers protocol 2025-11-25 and accepts any older version the server answers
-//!   with; rmcp's stateless 2026-07-28 default is not offered, since few servers speak it.
+//! - An upstream starts (stdio) or connects (remote) on first use, once: concurrent first calls
+//!   share one child or connection, and all calls share its one session (rmcp multiplexes them
+//!   by request id).
+//! - Stdio: `initialize` offers protocol 2025-11-25 and accepts any older version the server
+//!   answers with; rmcp's stateless 2026-07-28 default is not offered, since few servers speak it.
+//! - `streamableHttp`: `initialize` with 2025-11-25 first (every server of that era and every
+//!   server of both eras answers it); a server that refuses it with a JSON-RPC error is asked
+//!   `server/discover` and spoken to statelessly in 2026-07-28. A session the server answers
+//!   with 404, or refuses with an error that names no request (the TypeScript SDK's examples
+//!   answer 400 so), is re-initialized by rmcp and the request retried. A request that failed
+//!   unprocessed otherwise (refused as "no valid session" with its id, or never delivered
+//!   because the connection could not be opened) is retried once on a new connection.
+//! - `sse` (legacy HTTP+SSE, 2024-11-05): `GET` the URL, `POST` to the endpoint it names; the
+//!   session lasts as long as that stream.
+//! - Remote `headers` go on every request and are never logged; printed URLs carry no user info
+//!   or query. `connectTimeoutMs` bounds connecting plus the handshake.
 //! - A child that dies fails the calls in flight at once with
 //!   [`UpstreamError::Crashed`] and its stderr tail, and is restarted on the next call (with a
-//!   growing pause if it keeps dying). A call that outlives `timeoutMs` is cancelled upstream
-//!   (`notifications/cancelled`) and fails with [`UpstreamError::Timeout`].
+//!   growing pause if it keeps dying). A remote connection that breaks fails its calls with
+//!   [`UpstreamError::Disconnected`] and is reconnected on the next call, with the same pause.
+//!   A call that outlives `timeoutMs` is cancelled upstream (`notifications/cancelled`) and
+//!   fails with [`UpstreamError::Timeout`].
 //! - Each child runs in its own process group; dropping the pool kills the groups.
 //! - Results come back as plain JSON ([`ToolResult`], [`ToolInfo`]): rmcp's types stay inside.
-//!
-//! Remote upstreams (`streamableHttp`, `sse`) are not supported yet and fail with
-//! [`UpstreamError::Unsupported`].
 
+mod changes;
 mod client;
 mod connection;
 mod error;
+mod legacy_sse;
 mod pool;
 mod process;
+mod remote;
 mod result;
+mod session_http;
 mod stderr;
 mod upstream;
 
+pub use changes::{list_changes, upstream_logs};
 pub use client::{ProgressSink, UpstreamProgress};
 pub use error::UpstreamError;
 pub use pool::{PoolOptions, UpstreamPool};

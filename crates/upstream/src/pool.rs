@@ -123,7 +123,7 @@ impl UpstreamPool {
         futures::future::join_all(self.upstreams.values().map(Upstream::shut_down)).await;
     }
 
-    fn upstream(&self, server: &str) -> Result<&Upstream, UpstreamError> {
+    pub(crate) fn upstream(&self, server: &str) -> Result<&Upstream, UpstreamError> {
         self.upstreams
             .get(server)
             .ok_or_else(|| UpstreamError::UnknownServer {

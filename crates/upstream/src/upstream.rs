@@ -1,20 +1,25 @@
-//! One configured upstream over time: started on first use, shared by concurrent callers,
-//! restarted after it dies, with a growing pause when it keeps dying.
+//! One configured upstream over time: started (or connected) on first use, shared by concurrent
+//! callers, restarted after it dies or reconnected after its connection breaks, with a growing
+//! pause when it keeps failing.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpflow_config::model::{McpServer, RemoteKind};
+use mcpflow_config::model::McpServer;
 use rmcp::model::JsonObject;
 
 use crate::PoolOptions;
 use crate::connection::Connection;
 use crate::error::UpstreamError;
 use crate::process::CommandSpec;
+use crate::remote::RemoteSpec;
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
 use crate::stderr::StderrTail;
+
+#[path = "passthrough.rs"]
+mod passthrough;
 
 /// First pause between restarts of an upstream that keeps failing; it doubles up to the max.
 const RESTART_BACKOFF: Duration = Duration::from_millis(250);
@@ -24,6 +29,7 @@ pub(crate) struct Upstream {
     name: Arc<str>,
     transport: Transport,
     call_timeout: Duration,
+    connect_timeout: Duration,
     options: PoolOptions,
     slot: tokio::sync::Mutex<Slot>,
     /// Start attempts finished so far: a caller that waited on the slot while another caller's
@@ -37,7 +43,7 @@ pub(crate) struct Upstream {
 
 enum Transport {
     Stdio(CommandSpec),
-    Remote(&'static str),
+    Remote(RemoteSpec),
 }
 
 #[derive(Default)]
@@ -50,7 +56,7 @@ struct Slot {
 
 impl Upstream {
     pub fn new(name: &str, server: &McpServer, base_dir: &Path, options: PoolOptions) -> Upstream {
-        let (transport, timeout_ms) = match server {
+        let (transport, timeout_ms, connect_timeout) = match server {
             McpServer::Stdio(stdio) => {
                 let cwd = stdio.cwd.as_ref().map(|cwd| base_dir.join(cwd));
                 // A relative program path with a directory part is looked up from the child's
@@ -71,20 +77,19 @@ impl Upstream {
                     cwd,
                     display: display_command(&stdio.command, &stdio.args),
                 };
-                (Transport::Stdio(spec), stdio.timeout_ms)
+                (Transport::Stdio(spec), stdio.timeout_ms, None)
             }
             McpServer::Remote(remote) => {
-                let kind = match remote.kind {
-                    RemoteKind::StreamableHttp => "streamableHttp",
-                    RemoteKind::Sse => "sse",
-                };
-                (Transport::Remote(kind), remote.timeout_ms)
+                let spec = RemoteSpec::new(remote);
+                let connect_timeout = spec.connect_timeout;
+                (Transport::Remote(spec), remote.timeout_ms, connect_timeout)
             }
         };
         Upstream {
             name: name.into(),
             transport,
             call_timeout: timeout_ms.map_or(options.call_timeout, Duration::from_millis),
+            connect_timeout: connect_timeout.unwrap_or(options.connect_timeout),
             options,
             slot: tokio::sync::Mutex::new(Slot::default()),
             attempts: AtomicU64::new(0),
@@ -99,7 +104,14 @@ impl Upstream {
         args: JsonObject,
     ) -> Result<ToolResult, UpstreamError> {
         let connection = self.connection().await?;
-        let result = connection.call_tool(tool, args, self.call_timeout).await;
+        // Kept only where a retry can happen (remote links), off the stdio hot path.
+        let retry_args = connection.may_retry().then(|| args.clone());
+        let mut result = connection.call_tool(tool, args, self.call_timeout).await;
+        if let Some(args) = retry_args
+            && let Some(connection) = self.after_unprocessed(&result, &connection).await
+        {
+            result = connection.call_tool(tool, args, self.call_timeout).await;
+        }
         self.note(&result);
         result
     }
@@ -111,18 +123,48 @@ impl Upstream {
         sink: crate::client::ProgressSink,
     ) -> Result<ToolResult, UpstreamError> {
         let connection = self.connection().await?;
-        let result = connection
+        let retry = connection.may_retry().then(|| (args.clone(), sink.clone()));
+        let mut result = connection
             .call_tool_with_progress(tool, args, self.call_timeout, sink)
             .await;
+        if let Some((args, sink)) = retry
+            && let Some(connection) = self.after_unprocessed(&result, &connection).await
+        {
+            result = connection
+                .call_tool_with_progress(tool, args, self.call_timeout, sink)
+                .await;
+        }
         self.note(&result);
         result
     }
 
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, UpstreamError> {
         let connection = self.connection().await?;
-        let result = connection.list_tools(self.call_timeout).await;
+        let mut result = connection.list_tools(self.call_timeout).await;
+        if let Some(connection) = self.after_unprocessed(&result, &connection).await {
+            result = connection.list_tools(self.call_timeout).await;
+        }
         self.note(&result);
         result.map(|tools| tools.as_ref().clone())
+    }
+
+    /// When `result` failed without being processed (the server forgot our session, or the
+    /// request never reached it), a new connection to run the request once more on.
+    async fn after_unprocessed<T>(
+        &self,
+        result: &Result<T, UpstreamError>,
+        connection: &Connection,
+    ) -> Option<Arc<Connection>> {
+        // Only the kinds of failure that mark a request unprocessed; a timeout on the same
+        // connection meanwhile may have been processed.
+        let retryable = matches!(
+            result,
+            Err(UpstreamError::Disconnected { .. } | UpstreamError::Rejected { .. })
+        );
+        if !retryable || !connection.failed_unprocessed() {
+            return None;
+        }
+        self.connection().await.ok()
     }
 
     pub async fn server_info(&self) -> Result<ServerInfo, UpstreamError> {
@@ -157,7 +199,10 @@ impl Upstream {
 
     fn note<T>(&self, result: &Result<T, UpstreamError>) {
         // Any answer, even a refusal, shows the server is up; only deaths count as failures.
-        if !matches!(result, Err(UpstreamError::Crashed { .. })) {
+        if !matches!(
+            result,
+            Err(UpstreamError::Crashed { .. } | UpstreamError::Disconnected { .. })
+        ) {
             self.failures.store(0, Ordering::Relaxed);
         }
     }
@@ -165,15 +210,6 @@ impl Upstream {
     /// The live connection, started now if there is none. Callers that arrive while a start is
     /// under way wait for it and share its outcome, so one upstream never has two children.
     async fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
-        let spec = match &self.transport {
-            Transport::Stdio(spec) => spec,
-            Transport::Remote(kind) => {
-                return Err(UpstreamError::Unsupported {
-                    server: self.name.to_string(),
-                    kind: kind.to_string(),
-                });
-            }
-        };
         let attempts_seen = self.attempts.load(Ordering::Acquire);
         let mut slot = self.slot.lock().await;
         if slot.shut_down {
@@ -185,7 +221,7 @@ impl Upstream {
             if connection.is_alive() {
                 return Ok(connection.clone());
             }
-            tracing::info!(server = %self.name, "upstream process is gone; starting a new one");
+            tracing::info!(server = %self.name, "upstream connection is gone; starting a new one");
             slot.connection = None;
             slot.last_failure = Some(Instant::now());
             self.failures.fetch_add(1, Ordering::Relaxed);
@@ -205,10 +241,16 @@ impl Upstream {
             }
         }
 
-        let stderr = Arc::new(StderrTail::default());
-        *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
-        let outcome =
-            Connection::connect(&self.name, spec, self.options.connect_timeout, stderr).await;
+        let outcome = match &self.transport {
+            Transport::Stdio(spec) => {
+                let stderr = Arc::new(StderrTail::default());
+                *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
+                Connection::connect(&self.name, spec, self.connect_timeout, stderr).await
+            }
+            Transport::Remote(spec) => {
+                Connection::connect_remote(&self.name, spec, self.connect_timeout).await
+            }
+        };
         self.attempts.fetch_add(1, Ordering::Release);
         match outcome {
             Ok(connection) => {

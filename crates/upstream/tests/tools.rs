@@ -219,20 +219,6 @@ async fn unknown_server_names_the_declared_ones() {
 }
 
 #[tokio::test]
-async fn remote_servers_are_not_supported_yet() {
-    let pool = pool(vec![(
-        "remote",
-        common::server(json!({"type": "streamableHttp", "url": "http://127.0.0.1:9/mcp"})),
-    )]);
-    let error = pool.list_tools("remote").await.unwrap_err();
-    assert!(
-        matches!(error, UpstreamError::Unsupported { .. }),
-        "{error:?}"
-    );
-    assert!(error.to_string().contains("`remote`"));
-}
-
-#[tokio::test]
 async fn negotiates_2025_11_25_and_accepts_an_older_server() {
     let pool = pool(vec![
         (S, fixture(&[], json!({}))),

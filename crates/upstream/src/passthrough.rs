@@ -1,0 +1,101 @@
+//! Pass-through for the gateway: any client request forwarded to an upstream as is, and its
+//! answer returned whole (every field, `_meta` included).
+//!
+//! Unlike the rest of the crate this speaks rmcp's types: a gateway must not lose what it does
+//! not understand, so the request and the answer stay in MCP's own shape.
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest,
+    RequestId, ServerResult, Tool,
+};
+use rmcp::service::{Peer, PeerRequestOptions};
+
+use super::Upstream;
+use crate::client::ProgressSink;
+use crate::error::UpstreamError;
+use crate::pool::UpstreamPool;
+
+impl UpstreamPool {
+    /// Sends `request` to `server` (starting it if needed) within its timeout and returns the
+    /// answer whole. With a `progress` sink, the upstream's `notifications/progress` about this
+    /// request go there. Dropping the future cancels the request upstream.
+    pub async fn forward(
+        &self,
+        server: &str,
+        request: ClientRequest,
+        progress: Option<ProgressSink>,
+    ) -> Result<ServerResult, UpstreamError> {
+        self.upstream(server)?.forward(request, progress).await
+    }
+
+    /// Every tool `server` lists, all pages, with every field it sent (icons, `_meta`, …).
+    /// Not cached: callers keep their own copy and refresh it on [`crate::list_changes`].
+    pub async fn list_tools_full(&self, server: &str) -> Result<Vec<Tool>, UpstreamError> {
+        let upstream = self.upstream(server)?;
+        let connection = upstream.connection().await?;
+        let peer = connection.peer().clone();
+        let result = connection
+            .request("tools/list", upstream.call_timeout, peer.list_all_tools())
+            .await;
+        upstream.note(&result);
+        result
+    }
+}
+
+impl Upstream {
+    async fn forward(
+        &self,
+        request: ClientRequest,
+        progress: Option<ProgressSink>,
+    ) -> Result<ServerResult, UpstreamError> {
+        let connection = self.connection().await?;
+        let operation = request.method().to_string();
+        let peer = connection.peer().clone();
+        let routes = connection.progress_routes();
+        let call = async move {
+            let handle = peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await?;
+            let _route = progress.map(|sink| routes.register(handle.progress_token.clone(), sink));
+            let mut guard = CancelOnDrop {
+                peer: &peer,
+                id: Some(handle.id.clone()),
+            };
+            let response = handle.await_response().await;
+            guard.id = None;
+            response
+        };
+        let result = connection
+            .request(&operation, self.call_timeout, call)
+            .await;
+        self.note(&result);
+        result
+    }
+}
+
+/// Sends `notifications/cancelled` for a forwarded request whose answer nobody will read: the
+/// client cancelled it, or it timed out.
+struct CancelOnDrop<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("cancelled by the client".to_owned()),
+        ));
+        runtime.spawn(async move {
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
+    }
+}

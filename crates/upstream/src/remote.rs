@@ -1,0 +1,269 @@
+//! A remote upstream's address and HTTP client: the URL (and a form of it safe to print), the
+//! configured headers, and the handshake over Streamable HTTP or legacy HTTP+SSE.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use mcpflow_config::model::{RemoteKind, RemoteServer};
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::RoleClient;
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+use crate::client::ClientEvents;
+use crate::legacy_sse;
+use crate::session_http::SessionHttpClient;
+
+/// Headers the transports set themselves; a config that sets them would break the protocol.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// How many ordinary requests may be under way at once on one Streamable HTTP connection
+/// (rmcp's default of 16 would queue a fan-out behind a few slow calls).
+const MAX_CONCURRENT_POSTS: usize = 256;
+
+/// What to connect to for a `streamableHttp` or `sse` upstream.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteSpec {
+    pub kind: RemoteKind,
+    /// As configured (after `${VAR}` interpolation): may hold credentials, never printed.
+    url: String,
+    /// `scheme://host:port/path`, without user info or query: for messages and logs.
+    pub display: String,
+    headers: IndexMap<String, String>,
+    pub connect_timeout: Option<Duration>,
+}
+
+impl RemoteSpec {
+    pub fn new(remote: &RemoteServer) -> RemoteSpec {
+        RemoteSpec {
+            kind: remote.kind,
+            display: display_url(&remote.url),
+            url: remote.url.clone(),
+            headers: remote.headers.clone(),
+            connect_timeout: remote.connect_timeout_ms.map(Duration::from_millis),
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            RemoteKind::StreamableHttp => "streamableHttp",
+            RemoteKind::Sse => "sse",
+        }
+    }
+
+    /// Replaces the secret-bearing URL in `text` (reqwest puts it into its errors) by the
+    /// printable one.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut text = text.replace(&self.url, &self.display);
+        if let Ok(url) = Url::parse(&self.url) {
+            text = text.replace(url.as_str(), &self.display);
+        }
+        text
+    }
+
+    fn parsed_url(&self) -> Result<Url, String> {
+        let url = Url::parse(&self.url).map_err(|e| format!("the URL is not valid: {e}"))?;
+        match url.scheme() {
+            "http" | "https" => Ok(url),
+            other => Err(format!(
+                "the URL scheme `{other}` is not supported (use http or https)"
+            )),
+        }
+    }
+
+    /// A client that sends the configured headers on every request (values marked sensitive,
+    /// so they never show in debug output) and gives up connecting after `connect_timeout`.
+    /// There is no overall request timeout: SSE streams stay open as long as the session.
+    fn http_client(&self, connect_timeout: Duration) -> Result<reqwest::Client, String> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+            if RESERVED_HEADERS.contains(&header.as_str()) {
+                return Err(format!(
+                    "header `{name}` is set by the MCP transport itself and cannot be configured"
+                ));
+            }
+            // The value is never echoed: it is typically a token.
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                format!("the value of header `{name}` is not a valid HTTP header value")
+            })?;
+            value.set_sensitive(true);
+            headers.append(header, value);
+        }
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(concat!("mcpflow/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(connect_timeout)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    }
+
+    /// Connects and completes the MCP handshake (no deadline here: the caller sets one).
+    ///
+    /// Streamable HTTP first offers `initialize` with 2025-11-25, which servers of that era
+    /// and servers of both eras answer; only when the server refuses it with a JSON-RPC error
+    /// (a server of the stateless 2026-07-28 era only) does it try `server/discover`. Probing
+    /// with `server/discover` first would cost every older server a failed request, and some
+    /// answer an unknown method with an empty success that cannot be told from a broken server.
+    pub async fn handshake(
+        &self,
+        events: impl Fn() -> ClientEvents,
+        connect_timeout: Duration,
+    ) -> Result<RunningService<RoleClient, ClientEvents>, String> {
+        let url = self.parsed_url()?;
+        let client = self.http_client(connect_timeout)?;
+        match self.kind {
+            RemoteKind::StreamableHttp => {
+                let transport = || {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    config.max_concurrent_requests = MAX_CONCURRENT_POSTS;
+                    StreamableHttpClientTransport::with_client(
+                        SessionHttpClient(client.clone()),
+                        config,
+                    )
+                };
+                let legacy = events()
+                    .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                    .await;
+                let refusal = match legacy {
+                    Ok(service) => return Ok(service),
+                    Err(ClientInitializeError::JsonRpcError(error)) => error,
+                    Err(error) => return Err(self.handshake_failure(&error)),
+                };
+                tracing::debug!(
+                    url = %self.display,
+                    code = refusal.code.0,
+                    "upstream refused `initialize`; trying `server/discover` (2026-07-28)"
+                );
+                let modern = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                events()
+                    .serve_with_lifecycle(transport(), modern)
+                    .await
+                    .map_err(|error| {
+                        format!(
+                            "it refused `initialize` ({}, JSON-RPC error {}) and `server/discover` \
+                             failed too: {}",
+                            refusal.message,
+                            refusal.code.0,
+                            self.handshake_failure(&error)
+                        )
+                    })
+            }
+            RemoteKind::Sse => {
+                let transport = legacy_sse::LegacySseTransport::open(
+                    client,
+                    url,
+                    connect_timeout,
+                    Arc::from(self.display.as_str()),
+                )
+                .await?;
+                events()
+                    .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                    .await
+                    .map_err(|error| self.handshake_failure(&error))
+            }
+        }
+    }
+
+    fn handshake_failure(&self, error: &ClientInitializeError) -> String {
+        let reason = match error {
+            ClientInitializeError::JsonRpcError(error) => format!(
+                "it rejected `initialize`: {} (JSON-RPC error {})",
+                error.message, error.code.0
+            ),
+            ClientInitializeError::ConnectionClosed(_) => {
+                "the connection closed before the handshake completed".to_string()
+            }
+            other => other.to_string(),
+        };
+        self.scrub(&reason)
+    }
+}
+
+/// `scheme://host[:port]/path` of `url`, or a placeholder when it does not parse: user info and
+/// the query string often carry credentials.
+pub(crate) fn display_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(url) => {
+            let host = url.host_str().unwrap_or("");
+            let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+            let query = if url.query().is_some() { "?…" } else { "" };
+            format!("{}://{host}{port}{}{query}", url.scheme(), url.path())
+        }
+        Err(_) => "<invalid URL>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_urls_carry_no_credentials() {
+        assert_eq!(
+            display_url("https://user:secret@example.com:8443/mcp?key=abc"),
+            "https://example.com:8443/mcp?…"
+        );
+        assert_eq!(display_url("http://127.0.0.1/sse"), "http://127.0.0.1/sse");
+        assert_eq!(display_url("not a url"), "<invalid URL>");
+    }
+
+    fn spec(headers: &[(&str, &str)]) -> RemoteSpec {
+        RemoteSpec {
+            kind: RemoteKind::StreamableHttp,
+            url: "http://u:p@localhost:1/mcp?token=t".to_string(),
+            display: display_url("http://u:p@localhost:1/mcp?token=t"),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            connect_timeout: None,
+        }
+    }
+
+    #[test]
+    fn scrub_replaces_the_configured_url() {
+        let spec = spec(&[]);
+        let text = "error sending request for url (http://u:p@localhost:1/mcp?token=t)";
+        assert_eq!(
+            spec.scrub(text),
+            "error sending request for url (http://localhost:1/mcp?…)"
+        );
+    }
+
+    #[test]
+    fn bad_and_reserved_headers_are_refused_without_their_values() {
+        let timeout = Duration::from_secs(1);
+        let error = spec(&[("Mcp-Session-Id", "x")])
+            .http_client(timeout)
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("set by the MCP transport"), "{error}");
+        let error = spec(&[("Authorization", "Bearer top\nsecret")])
+            .http_client(timeout)
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("`Authorization`"), "{error}");
+        assert!(!error.contains("secret"), "{error}");
+        assert!(
+            spec(&[("Authorization", "Bearer ok")])
+                .http_client(timeout)
+                .is_ok()
+        );
+    }
+}
