@@ -1,30 +1,111 @@
-//! Streamable HTTP at `/mcp`, with `/healthz` and `/readyz`, on one listener.
+//! The HTTP listener: Streamable HTTP at `/mcp` (both spec eras, negotiated per request by
+//! rmcp), legacy HTTP+SSE at `/sse` + `/message`, `/healthz` and `/readyz`, on one port.
 //!
-//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, Host checks
-//! against DNS rebinding, body limits); this module binds, routes and shuts down gracefully.
+//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, resumption with
+//! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
+//! (`http_guard`), bounds the sessions (`http_sessions`), routes and shuts down gracefully.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
+use mcpflow_config::http::HttpConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ServerError;
 use crate::handler::GraphServer;
+use crate::http_guard::{Guard, guard};
+use crate::http_sessions::BoundedSessions;
+use crate::http_sse::LegacySse;
 
-/// How the HTTP listener is exposed.
-#[derive(Debug, Clone, Default)]
+/// Answers whether the server can do its job (e.g. its upstreams answer); `Err` says why not.
+pub type ReadinessCheck =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+
+/// How the HTTP listener is exposed and bounded.
+#[derive(Clone, Default)]
 pub struct HttpOptions {
-    /// Extra `Host` values to accept besides the loopback names (`localhost`, `127.0.0.1`,
-    /// `::1`), e.g. the public name behind a load balancer. Anything else gets 403, which stops
-    /// DNS-rebinding attacks on a server bound to a local port.
+    /// `Host` values to accept besides the loopback names (`localhost`, `127.0.0.1`, `::1`),
+    /// e.g. the public name behind a load balancer; `*` accepts any. Anything else gets 403,
+    /// which stops DNS-rebinding attacks on a server bound to a local port.
     pub allowed_hosts: Vec<String>,
+    /// Browser origins to accept besides those on an accepted host; `*` accepts any.
+    pub allowed_origins: Vec<String>,
+    pub limits: HttpLimits,
+    /// What `/readyz` asks besides "not shutting down"; none means always ready.
+    pub readiness: Option<ReadinessCheck>,
+}
+
+/// Bounds on what clients can make the server hold.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    pub max_body_bytes: usize,
+    pub max_sessions: usize,
+    pub session_idle_timeout: Duration,
+    pub max_concurrent_requests: usize,
+    pub max_concurrent_requests_per_session: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 4 * 1024 * 1024,
+            max_sessions: 2_000,
+            session_idle_timeout: Duration::from_secs(300),
+            max_concurrent_requests: 1024,
+            max_concurrent_requests_per_session: 64,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// The config's `http:` section over the defaults.
+    pub fn from_config(config: Option<&HttpConfig>) -> Self {
+        let mut options = HttpOptions::default();
+        let Some(c) = config else {
+            return options;
+        };
+        let size = |v: Option<u64>, default: usize| {
+            v.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))
+        };
+        let l = &mut options.limits;
+        l.max_body_bytes = size(c.max_body_bytes, l.max_body_bytes);
+        l.max_sessions = size(c.max_sessions, l.max_sessions);
+        l.max_concurrent_requests = size(c.max_concurrent_requests, l.max_concurrent_requests);
+        l.max_concurrent_requests_per_session = size(
+            c.max_concurrent_requests_per_session,
+            l.max_concurrent_requests_per_session,
+        );
+        if let Some(ms) = c.session_idle_timeout_ms {
+            l.session_idle_timeout = Duration::from_millis(ms);
+        }
+        options.allowed_hosts = c.allowed_hosts.clone();
+        options.allowed_origins = c.allowed_origins.clone();
+        options
+    }
+}
+
+/// 128 random bits in hex: unguessable, and visible ASCII as the spec asks of session ids.
+pub(crate) fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to a process-unique value rather than fail the client.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (t ^ (u128::from(n) << 64) ^ u128::from(std::process::id())).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A bound, not yet serving, HTTP listener: bind first so the caller can print the address
@@ -57,42 +138,82 @@ impl HttpListener {
     ) -> Result<(), ServerError> {
         let stopping = Arc::new(AtomicBool::new(false));
         let sessions = CancellationToken::new();
-        let mut hosts = vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ];
-        hosts.extend(options.allowed_hosts);
-        let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
-        config.cancellation_token = sessions.child_token();
+        let limits = options.limits.clone();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_max_request_body_bytes(limits.max_body_bytes)
+            // For 2026-07-28 (stateless) requests: a plain JSON answer when the call streams
+            // nothing, instead of an SSE stream of one event.
+            .with_json_response(true)
+            .with_cancellation_token(sessions.child_token());
+        // The guard in front checks Host and Origin for every route; rmcp checks Host again on
+        // /mcp, with the same list.
+        config = if options.allowed_hosts.iter().any(|h| h == "*") {
+            config.disable_allowed_hosts()
+        } else {
+            let mut hosts: Vec<String> = crate::http_guard::LOOPBACK_HOSTS
+                .iter()
+                .map(|h| (*h).to_owned())
+                .collect();
+            hosts.extend(options.allowed_hosts.iter().cloned());
+            config.with_allowed_hosts(hosts)
+        };
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(limits.session_idle_timeout);
+        let mcp_server = server.clone();
         let mcp = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
+            move || Ok(mcp_server.clone()),
+            Arc::new(BoundedSessions::new(manager, limits.max_sessions)),
             config,
         );
-        let ready = stopping.clone();
-        let app = Router::new()
+        let legacy = Arc::new(LegacySse::new(
+            server,
+            limits.max_sessions,
+            limits.max_body_bytes,
+            sessions.child_token(),
+        ));
+        let guard_state = Arc::new(Guard::new(&options));
+        let protocol = Router::new()
             .nest_service("/mcp", mcp)
-            .route("/healthz", get(|| async { "ok\n" }))
-            .route(
-                "/readyz",
-                get(move || {
-                    let stopping = ready.load(Ordering::Relaxed);
-                    async move {
-                        if stopping {
-                            (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
-                        } else {
-                            (StatusCode::OK, "ready\n")
-                        }
+            .route("/sse", get(crate::http_sse::open))
+            .route("/message", post(crate::http_sse::post))
+            .with_state(legacy)
+            .layer(axum::middleware::from_fn_with_state(guard_state, guard));
+        let ready = stopping.clone();
+        let readiness = options.readiness.clone();
+        let app = protocol.route("/healthz", get(|| async { "ok\n" })).route(
+            "/readyz",
+            get(move || {
+                let stopping = ready.load(Ordering::Relaxed);
+                let readiness = readiness.clone();
+                async move {
+                    if stopping {
+                        return (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "shutting down\n".to_owned(),
+                        );
                     }
-                }),
-            );
+                    match readiness {
+                        None => (StatusCode::OK, "ready\n".to_owned()),
+                        Some(check) => match check().await {
+                            Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
+                            Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+                        },
+                    }
+                }
+            }),
+        );
         let graceful = async move {
             shutdown.await;
             stopping.store(true, Ordering::Relaxed);
             sessions.cancel();
         };
-        axum::serve(self.listener, app)
+        // Without TCP_NODELAY an SSE answer written in two pieces (priming event, then the
+        // message) waits out Nagle and delayed ACK: 40 ms per call.
+        use axum::serve::ListenerExt;
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app)
             .with_graceful_shutdown(graceful)
             .await
             .map_err(|e| ServerError::Transport(e.to_string()))

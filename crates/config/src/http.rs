@@ -1,0 +1,40 @@
+//! The `http:` section: how `mcpflow serve --http` guards and bounds its listener.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Guards and limits of the HTTP transports (Streamable HTTP at `/mcp`, legacy SSE at `/sse`).
+/// Every limit has a default; the section only exists to open up or tighten them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `Host` values accepted besides `localhost`, `127.0.0.1` and `::1` (DNS-rebinding
+    /// protection), as `name` or `name:port`; `"*"` accepts any host. `--allowed-host` adds to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// Browser `Origin`s accepted besides those whose host is an accepted host, as
+    /// `scheme://host[:port]`; `"*"` accepts any origin.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_origins: Vec<String>,
+    /// Largest request body in bytes (default 4 MiB); a larger one gets 413.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_body_bytes: Option<u64>,
+    /// Most open sessions of each transport (default 2000; an idle one costs about 100 KiB); past it the session
+    /// idle the longest is closed to make room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_sessions: Option<u64>,
+    /// A session without any request for this long is closed (default 300000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub session_idle_timeout_ms: Option<u64>,
+    /// Most requests being answered at once over all clients (default 1024); past it, 503.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_concurrent_requests: Option<u64>,
+    /// Most requests being answered at once in one session (default 64); past it, 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_concurrent_requests_per_session: Option<u64>,
+}

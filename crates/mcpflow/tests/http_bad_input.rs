@@ -1,0 +1,409 @@
+//! Malformed and hostile HTTP input: each gets its proper status and JSON-RPC error, and the
+//! server keeps serving with bounded memory afterwards.
+mod http_common;
+
+use http_common::{Server, start, write_config};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// A config with `limits` as its `http:` section; `nap` sleeps in the fixture upstream.
+fn config(limits: &str) -> String {
+    format!(
+        r#"
+version: "1.0"
+server: {{ name: "bad-input", version: "1.0.0" }}
+http: {limits}
+mcpServers:
+  fixture: {{ command: "{fixture}" }}
+tools:
+  - name: "add"
+    description: "Adds two numbers"
+    inputSchema: {{ type: object, properties: {{ a: {{ type: number }}, b: {{ type: number }} }}, required: [a, b] }}
+    nodes:
+      - {{ id: entry, type: entry, next: sum }}
+      - {{ id: sum, type: transform, transform: {{ expr: '{{"sum": entry.a + entry.b}}' }}, next: exit }}
+      - {{ id: exit, type: exit }}
+  - name: "nap"
+    description: "Sleeps ms milliseconds in the fixture"
+    inputSchema: {{ type: object, properties: {{ ms: {{ type: integer }} }}, required: [ms] }}
+    nodes:
+      - {{ id: entry, type: entry, next: sleep }}
+      - {{ id: sleep, type: mcp, server: fixture, tool: sleep, args: {{ ms: {{ expr: "entry.ms" }} }}, next: exit }}
+      - {{ id: exit, type: exit }}
+"#,
+        fixture = http_common::fixture().display()
+    )
+}
+
+fn server_with(limits: &str) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &config(limits));
+    let server = start(&config, &[]);
+    (dir, server)
+}
+
+fn server() -> (tempfile::TempDir, Server) {
+    server_with("{ maxBodyBytes: 65536, maxSessions: 1000 }")
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .expect("HTTP client")
+}
+
+fn initialize_body() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bad-input-test", "version": "0"}}})
+}
+
+/// POSTs to /mcp with the usual headers plus `extra`; (status, headers, body).
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    body: impl Into<reqwest::Body>,
+) -> (StatusCode, reqwest::header::HeaderMap, String) {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if !extra.iter().any(|(k, _)| *k == "mcp-protocol-version") {
+        request = request.header("mcp-protocol-version", "2025-11-25");
+    }
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    for (k, v) in extra {
+        request = request.header(*k, *v);
+    }
+    let response = request.body(body).send().await.expect("request sent");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    (status, headers, text)
+}
+
+/// The JSON-RPC message of a JSON or SSE body.
+fn rpc(body: &str) -> Value {
+    http_common::message(body)
+}
+
+/// Opens a 2025-11-25 session (initialize + initialized) and returns its id.
+async fn open_session(http: &reqwest::Client, url: &str) -> String {
+    let (status, headers, body) = post(http, url, None, &[], initialize_body().to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post(http, url, Some(&id), &[], note.to_string()).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    id
+}
+
+async fn add(http: &reqwest::Client, url: &str, session: &str, a: i64, b: i64) -> Value {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": a, "b": b}}});
+    let (status, _, body) = post(http, url, Some(session), &[], call.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    rpc(&body)["result"]["structuredContent"]["sum"].clone()
+}
+
+#[tokio::test]
+async fn malformed_requests_get_statuses_and_json_rpc_errors() {
+    let (_dir, server) = server();
+    let http = client();
+    let url = &server.url;
+    let session = open_session(&http, url).await;
+
+    // Garbage JSON: 400 and a parse error; JSON that is no JSON-RPC message: invalid request.
+    let (status, _, body) = post(&http, url, Some(&session), &[], "{not json").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(rpc(&body)["error"]["code"], -32700, "{body}");
+    let (status, _, body) = post(&http, url, Some(&session), &[], r#"{"hello": 1}"#).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(rpc(&body)["error"]["code"], -32600, "{body}");
+
+    // A body past maxBodyBytes (64 KiB): 413, on both transports. Only just past it, so that the
+    // whole body fits the socket buffers before the server answers and closes.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"add","arguments":{{"a":1,"b":2,"pad":"{}"}}}}}}"#,
+        "x".repeat(70_000)
+    );
+    let (status, _, _) = post(&http, url, Some(&session), &[], big.clone()).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let message = format!("{}/message?sessionId=whatever", server.base());
+    let response = http.post(&message).body(big).send().await.expect("sent");
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+    // Wrong Accept: 406.
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string();
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/plain")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(list.clone())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_ACCEPTABLE);
+
+    // Wrong Content-Type: 415.
+    let response = http
+        .post(url)
+        .header("content-type", "text/plain")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .body(list.clone())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+
+    // A session the server never issued: 404.
+    let (status, _, _) = post(&http, url, Some("0123456789abcdef"), &[], list.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // An unknown protocol version: 400.
+    let (status, _, _) = post(
+        &http,
+        url,
+        Some(&session),
+        &[("mcp-protocol-version", "1999-01-01")],
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // 2026-07-28: the Mcp-Method header must match the body's method (HeaderMismatch, -32020).
+    let stateless = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .body(stateless.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body = response.text().await.expect("body");
+    assert_eq!(rpc(&body)["error"]["code"], -32020, "{body}");
+
+    // A foreign Origin (a browser page elsewhere): 403.
+    let (status, _, body) = post(
+        &http,
+        url,
+        Some(&session),
+        &[("origin", "https://evil.example.com")],
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    // Through all of it the session still works.
+    assert_eq!(add(&http, url, &session, 2, 3).await, json!(5));
+}
+
+#[tokio::test]
+async fn ten_thousand_abandoned_sessions_leave_memory_bounded() {
+    let (_dir, server) = server();
+    let http = client();
+    let url = server.url.clone();
+    let first = open_session(&http, &url).await;
+    assert_eq!(add(&http, &url, &first, 1, 1).await, json!(2));
+    // Warm up (allocator arenas, connection pool), then measure.
+    open_many(&http, &url, 500).await;
+    let before = server.rss_kib();
+    open_many(&http, &url, 10_000).await;
+    let after = server.rss_kib();
+    let grown_mib = after.saturating_sub(before) / 1024;
+    // maxSessions is 1000: the oldest idle sessions were closed to make room, so memory is that
+    // of about 1000 sessions whatever the number opened. Generous: a few hundred KiB each.
+    assert!(
+        grown_mib < 200,
+        "RSS grew by {grown_mib} MiB ({before} KiB → {after} KiB) after 10,000 abandoned sessions"
+    );
+    // The very first session was idle the longest: it is gone (404), and a client learns so.
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    let (status, _, _) = post(&http, &url, Some(&first), &[], list).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // And the server still serves new clients.
+    let fresh = open_session(&http, &url).await;
+    assert_eq!(add(&http, &url, &fresh, 20, 22).await, json!(42));
+    eprintln!("RSS {before} KiB → {after} KiB after 10,000 abandoned sessions");
+}
+
+/// Opens `n` sessions (initialize only, never used again), 32 at a time.
+async fn open_many(http: &reqwest::Client, url: &str, n: usize) {
+    use futures::StreamExt;
+    futures::stream::iter(0..n)
+        .for_each_concurrent(32, |_| async move {
+            let (status, headers, body) =
+                post(http, url, None, &[], initialize_body().to_string()).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert!(headers.contains_key("mcp-session-id"));
+        })
+        .await;
+}
+
+/// Starts a `nap` of `ms` in `session` without waiting for it.
+fn nap(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    ms: u64,
+) -> tokio::task::JoinHandle<StatusCode> {
+    // Ids must be unique among a session's requests in flight.
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1000);
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "nap", "arguments": {"ms": ms}}});
+    let request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(call.to_string());
+    tokio::spawn(async move {
+        let response = request.send().await.expect("sent");
+        let status = response.status();
+        let _ = response.text().await;
+        status
+    })
+}
+
+#[tokio::test]
+async fn calls_past_the_session_and_global_limits_get_429_and_503() {
+    let (_dir, server) =
+        server_with("{ maxConcurrentRequests: 4, maxConcurrentRequestsPerSession: 2 }");
+    let http = client();
+    let url = server.url.clone();
+    let (a, b, c) = (
+        open_session(&http, &url).await,
+        open_session(&http, &url).await,
+        open_session(&http, &url).await,
+    );
+    // The upstream starts before the clock does: a first call pays for the spawn.
+    let warm = nap(&http, &url, &a, 1);
+    assert_eq!(warm.await.expect("joined"), StatusCode::OK);
+    // A GET stream is a listener, not a request in flight: it takes no slot.
+    let _listener = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &a)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .expect("GET stream opens");
+    // Session a fills its 2 slots with naps of 3 s; a third request of a is refused at once.
+    let naps_a = [nap(&http, &url, &a, 3000), nap(&http, &url, &a, 3000)];
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let list = json!({"jsonrpc": "2.0", "id": 200, "method": "tools/list"}).to_string();
+    let (status, headers, body) = post(&http, &url, Some(&a), &[], list.clone()).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert_eq!(rpc(&body)["error"]["code"], -32000, "{body}");
+    assert!(headers.contains_key("retry-after"));
+    // Session b takes the other 2 of the 4 global slots; then even session c is refused.
+    let naps_b = [nap(&http, &url, &b, 3000), nap(&http, &url, &b, 3000)];
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (status, _, body) = post(&http, &url, Some(&c), &[], list.clone()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // The naps themselves all finish fine, and then everyone is admitted again.
+    for handle in naps_a.into_iter().chain(naps_b) {
+        assert_eq!(handle.await.expect("joined"), StatusCode::OK);
+    }
+    assert_eq!(add(&http, &url, &a, 1, 2).await, json!(3));
+    assert_eq!(add(&http, &url, &c, 2, 2).await, json!(4));
+}
+
+/// A client whose connection drops mid-call reconnects with `Last-Event-ID` and gets the
+/// answer it missed (2025-11-25 resumability; the server keeps the stream's events).
+#[tokio::test]
+async fn a_dropped_stream_resumes_with_last_event_id() {
+    use futures::StreamExt;
+    let (_dir, server) = server();
+    let http = client();
+    let url = server.url.clone();
+    let session = open_session(&http, &url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+        "params": {"name": "nap", "arguments": {"ms": 1500}}});
+    let response = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(call.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    // Read up to the priming event (an id, no data yet), then drop the connection.
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    let last_id = loop {
+        let chunk = body
+            .next()
+            .await
+            .expect("the stream stays open until the priming event")
+            .expect("bytes");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(id) = seen
+            .lines()
+            .find_map(|l| l.strip_prefix("id:").map(|v| v.trim().to_owned()))
+        {
+            break id;
+        }
+    };
+    assert!(
+        !seen.contains("\"result\""),
+        "answered before the drop: {seen}"
+    );
+    drop(body);
+    // Reconnect: the answer arrives on the resumed stream.
+    let resumed = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &last_id)
+        .send()
+        .await
+        .expect("GET with Last-Event-ID");
+    assert_eq!(resumed.status(), StatusCode::OK);
+    let mut stream = resumed.bytes_stream();
+    let mut text = String::new();
+    let answer = loop {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(20), stream.next())
+            .await
+            .expect("the answer within 20 s")
+            .expect("the resumed stream stays open")
+            .expect("bytes");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(data) = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| d.contains("\"id\":77"))
+        {
+            break serde_json::from_str::<Value>(data).expect("JSON-RPC");
+        }
+    };
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"slept": 1500})
+    );
+}

@@ -1,0 +1,315 @@
+//! What every MCP request over HTTP passes before a transport sees it: the `Host` and `Origin`
+//! checks against DNS rebinding, and the global and per-session limits on requests in flight.
+//!
+//! rmcp's Streamable HTTP service checks `Host` too, but the legacy SSE endpoints are ours, and
+//! one check in front of both keeps the two transports' answers the same.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::http::HttpOptions;
+
+/// Hosts a server bound to a local port always answers to.
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+pub(crate) struct Guard {
+    /// Lower-case hosts (or `host:port` authorities) accepted in `Host` and `Origin`.
+    hosts: Vec<String>,
+    any_host: bool,
+    /// Lower-case origins accepted as written, besides those on an accepted host.
+    origins: Vec<String>,
+    any_origin: bool,
+    global: Arc<Semaphore>,
+    per_session: usize,
+    sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
+    max_body_bytes: usize,
+}
+
+impl Guard {
+    pub(crate) fn new(options: &HttpOptions) -> Self {
+        let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+        hosts.extend(options.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
+        let origins: Vec<String> = options
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+            .collect();
+        Guard {
+            any_host: hosts.iter().any(|h| h == "*"),
+            hosts,
+            any_origin: origins.iter().any(|o| o == "*"),
+            origins,
+            global: Arc::new(Semaphore::new(options.limits.max_concurrent_requests)),
+            per_session: options.limits.max_concurrent_requests_per_session,
+            sessions: Mutex::new(HashMap::new()),
+            max_body_bytes: options.limits.max_body_bytes,
+        }
+    }
+
+    /// `Host` must name this server; an `Origin`, when a browser sends one, must too (or be
+    /// listed). A page on evil.example whose name resolves to 127.0.0.1 fails both.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), &'static str> {
+        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+            return Err("missing or unreadable Host header");
+        };
+        if !self.host_allowed(host) {
+            return Err("Host not allowed");
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().map_err(|_| "unreadable Origin header")?;
+            if !self.origin_allowed(origin) {
+                return Err("Origin not allowed");
+            }
+        }
+        Ok(())
+    }
+
+    fn host_allowed(&self, authority: &str) -> bool {
+        let authority = authority.trim().to_ascii_lowercase();
+        self.any_host
+            || self
+                .hosts
+                .iter()
+                .any(|h| *h == authority || *h == host_of(&authority))
+    }
+
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        if self.any_origin || self.origins.contains(&origin) {
+            return true;
+        }
+        match origin.split_once("://") {
+            Some(("http" | "https", authority)) => self.host_allowed(authority),
+            _ => false,
+        }
+    }
+
+    /// One permit of the global limit and one of the session's: held until the response body
+    /// (an SSE stream for a call that streams) has been sent or dropped.
+    fn admit(&self, session: Option<&str>) -> Result<Permits, Refusal> {
+        let global = self
+            .global
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Refusal {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: "server busy: too many requests in flight; retry later",
+            })?;
+        let session_permit = match session {
+            None => None,
+            Some(id) => {
+                let semaphore = {
+                    let mut map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                    // Forget sessions with nothing in flight, so the map stays as small as the
+                    // number of sessions that are busy right now.
+                    if map.len() > 1024 {
+                        let full = self.per_session;
+                        map.retain(|_, s| s.available_permits() < full);
+                    }
+                    map.entry(id.to_owned())
+                        .or_insert_with(|| Arc::new(Semaphore::new(self.per_session)))
+                        .clone()
+                };
+                Some(semaphore.try_acquire_owned().map_err(|_| Refusal {
+                    status: StatusCode::TOO_MANY_REQUESTS,
+                    message: "too many requests in flight in this session; retry later",
+                })?)
+            }
+        };
+        Ok(Permits {
+            _global: global,
+            _session: session_permit,
+        })
+    }
+}
+
+/// Why a request was not admitted.
+struct Refusal {
+    status: StatusCode,
+    message: &'static str,
+}
+
+struct Permits {
+    _global: OwnedSemaphorePermit,
+    _session: Option<OwnedSemaphorePermit>,
+}
+
+/// `host` of `host:port`, `[::1]:port` or `[::1]`.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+/// The session a request belongs to: Streamable HTTP's header or legacy SSE's query parameter.
+fn session_of(request: &Request) -> Option<String> {
+    if let Some(id) = request.headers().get("mcp-session-id") {
+        return id.to_str().ok().map(str::to_owned);
+    }
+    request.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("sessionId="))
+            .map(str::to_owned)
+    })
+}
+
+/// The middleware: 403 for a foreign Host/Origin, 503/429 past the limits (POSTs only: GET
+/// streams are long-lived listeners and DELETE ends a session).
+pub(crate) async fn guard(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Err(why) = guard.check_origin(request.headers()) {
+        tracing::debug!(why, "rejected HTTP request");
+        return rpc_error(StatusCode::FORBIDDEN, -32000, &format!("forbidden: {why}"));
+    }
+    if request.method() == Method::DELETE {
+        // rmcp answers a session's DELETE with 202; clients (the Python SDK) expect 200, and
+        // the session is gone by then, so 200 is the truth.
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        return response;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    // Read the body first (bounded): a rejected client's connection stays usable, and a body
+    // rmcp cannot parse can be answered as JSON-RPC asks.
+    let session = session_of(&request);
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, guard.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                &format!("request body larger than {} bytes", guard.max_body_bytes),
+            );
+        }
+    };
+    let permits = match guard.admit(session.as_deref()) {
+        Ok(p) => p,
+        Err(refusal) => return rpc_error(refusal.status, -32000, refusal.message),
+    };
+    let json_body = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    // rmcp answers a JSON body it cannot deserialize with 415 and plain text; JSON-RPC over
+    // HTTP wants 400 with a parse error (-32700) or an invalid-request error (-32600).
+    if json_body && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                "parse error: the body is not JSON",
+            )
+        } else {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "invalid request: the body is not a JSON-RPC message MCP knows",
+            )
+        };
+    }
+    let (parts, body) = response.into_parts();
+    let stream = body.into_data_stream().map(move |chunk| {
+        // The permits live as long as the body is being sent.
+        let _held = &permits;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// A JSON-RPC error (id null: the request was never read) with an HTTP status.
+pub(crate) fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(hosts: &[&str], origins: &[&str]) -> Guard {
+        Guard::new(&HttpOptions {
+            allowed_hosts: hosts.iter().map(|s| (*s).to_owned()).collect(),
+            allowed_origins: origins.iter().map(|s| (*s).to_owned()).collect(),
+            ..HttpOptions::default()
+        })
+    }
+
+    #[test]
+    fn loopback_hosts_pass_with_or_without_port() {
+        let g = guard(&[], &[]);
+        for h in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:1",
+            "[::1]:3000",
+            "[::1]",
+            "LOCALHOST",
+        ] {
+            assert!(g.host_allowed(h), "{h}");
+        }
+        for h in [
+            "evil.example.com",
+            "evil.example.com:8080",
+            "127.0.0.2",
+            "localhost.evil",
+        ] {
+            assert!(!g.host_allowed(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn configured_hosts_and_origins_open_up() {
+        let g = guard(
+            &["mcp.example.com", "other:8443"],
+            &["https://app.example.org"],
+        );
+        assert!(g.host_allowed("mcp.example.com:443"));
+        assert!(g.host_allowed("other:8443"));
+        assert!(!g.host_allowed("other:8444"));
+        assert!(g.origin_allowed("https://mcp.example.com"));
+        assert!(g.origin_allowed("https://app.example.org/"));
+        assert!(g.origin_allowed("http://localhost:5173"));
+        assert!(!g.origin_allowed("https://evil.example.com"));
+        assert!(!g.origin_allowed("null"));
+        assert!(guard(&["*"], &[]).host_allowed("anything"));
+        assert!(guard(&[], &["*"]).origin_allowed("null"));
+    }
+}
