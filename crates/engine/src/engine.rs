@@ -14,19 +14,21 @@ use crate::error::{CompileError, RunError, RunErrorKind};
 use crate::event::Event;
 use crate::graph::Graph;
 use crate::history::History;
-use crate::run::{Executor, Run, RunStatus, Shared};
+use crate::run::{Executor, Run, RunStatus};
 
 /// Compiled graph tools and the upstream pool they call. Cheap to clone; runs many
 /// graphs at once.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    graphs: IndexMap<String, Arc<Graph>>,
-    pool: UpstreamPool,
-    limits: Limits,
+pub(crate) struct Inner {
+    pub(crate) graphs: IndexMap<String, Arc<Graph>>,
+    pub(crate) pool: UpstreamPool,
+    pub(crate) limits: Limits,
+    /// Set once, when the server attaches a store (see [`Engine::attach_durability`]).
+    durability: std::sync::OnceLock<crate::durable::Durability>,
     next_run: AtomicU64,
     /// Distinguishes run ids of this process from those of another one.
     instance: u64,
@@ -104,6 +106,7 @@ impl Engine {
                 graphs,
                 pool,
                 limits: Limits::default(),
+                durability: std::sync::OnceLock::new(),
                 next_run: AtomicU64::new(1),
                 instance,
             }),
@@ -120,6 +123,33 @@ impl Engine {
 
     pub fn pool(&self) -> &UpstreamPool {
         &self.inner.pool
+    }
+
+    /// Makes runs of tools that can wait or are resumable durable in `durability`'s store.
+    /// Once per engine: a second call is refused and returns the value back.
+    pub fn attach_durability(
+        &self,
+        durability: crate::durable::Durability,
+    ) -> Result<(), crate::durable::Durability> {
+        self.inner.durability.set(durability)
+    }
+
+    pub fn durability(&self) -> Option<&crate::durable::Durability> {
+        self.inner.durability.get()
+    }
+
+    /// [`Engine::run_observed`] for a client that may be asked for input inline (an await
+    /// node with `mode: elicit` or `auto`).
+    pub async fn run_asking(
+        &self,
+        tool: &str,
+        args: Json,
+        control: &Control,
+        events: Option<&broadcast::Sender<Event>>,
+        ask: Option<Arc<dyn crate::await_node::Ask>>,
+    ) -> Run {
+        self.run_as(self.next_id(), tool, args, control, events, ask)
+            .await
     }
 
     fn next_id(&self) -> Arc<str> {
@@ -151,7 +181,7 @@ impl Engine {
         control: &Control,
         events: Option<&broadcast::Sender<Event>>,
     ) -> Run {
-        self.run_as(self.next_id(), tool, args, control, events)
+        self.run_as(self.next_id(), tool, args, control, events, None)
             .await
     }
 
@@ -162,6 +192,7 @@ impl Engine {
         args: Json,
         control: &Control,
         events: Option<&broadcast::Sender<Event>>,
+        ask: Option<Arc<dyn crate::await_node::Ask>>,
     ) -> Run {
         let Some(graph) = self.inner.graphs.get(tool) else {
             let known: Vec<&str> = self.inner.graphs.keys().map(String::as_str).collect();
@@ -180,6 +211,13 @@ impl Engine {
                 history: History::default(),
             };
         };
+        if let Some(durability) = self.durability()
+            && (graph.can_wait() || graph.is_resumable())
+        {
+            return self
+                .start_durable(durability, graph, args, control, events, ask)
+                .await;
+        }
         let tool: Arc<str> = graph.name().into();
         if let Some(tx) = events {
             let _ = tx.send(Event::RunStarted {
@@ -187,15 +225,13 @@ impl Engine {
                 tool: tool.clone(),
             });
         }
-        let shared = Shared {
-            graphs: &self.inner.graphs,
-            pool: &self.inner.pool,
+        let shared = self.shared(
             control,
             events,
-            limits: &self.inner.limits,
-            started: std::time::Instant::now(),
-            executed: AtomicU64::new(0),
-        };
+            None,
+            std::time::Instant::now(),
+            AtomicU64::new(0),
+        );
         let exec = Executor {
             shared: &shared,
             graph,
@@ -234,7 +270,11 @@ impl Engine {
             let control = control.clone();
             let tx = tx.clone();
             let id = id.clone();
-            tokio::spawn(async move { engine.run_as(id, &tool, args, &control, Some(&tx)).await })
+            tokio::spawn(async move {
+                engine
+                    .run_as(id, &tool, args, &control, Some(&tx), None)
+                    .await
+            })
         };
         RunHandle {
             id,

@@ -44,6 +44,12 @@ pub enum RunErrorKind {
     Timeout,
     /// Stopped through [`crate::Control::stop`] or cancelled by the client.
     Stopped,
+    /// The run reached an `await` node and is waiting for its client (not a failure).
+    Suspended,
+    /// The client declined or cancelled an inline (elicited) request for input.
+    Declined,
+    /// The store could not record a step: the run stops rather than go on unrecorded.
+    Store,
 }
 
 impl RunErrorKind {
@@ -57,12 +63,21 @@ impl RunErrorKind {
             RunErrorKind::Upstream => "upstream",
             RunErrorKind::Timeout => "timeout",
             RunErrorKind::Stopped => "stopped",
+            RunErrorKind::Suspended => "suspended",
+            RunErrorKind::Declined => "declined",
+            RunErrorKind::Store => "store",
         }
     }
 
     /// Whether `onError` and `optional` may handle it: stops and limits end the run.
     pub fn is_routable(self) -> bool {
-        !matches!(self, RunErrorKind::Stopped | RunErrorKind::Limit)
+        !matches!(
+            self,
+            RunErrorKind::Stopped
+                | RunErrorKind::Limit
+                | RunErrorKind::Suspended
+                | RunErrorKind::Store
+        )
     }
 }
 

@@ -72,6 +72,7 @@ pub(crate) enum StepKind {
         args: Template,
         next: usize,
     },
+    Await(Box<crate::await_node::AwaitStep>),
 }
 
 impl StepKind {
@@ -85,6 +86,7 @@ impl StepKind {
             StepKind::Parallel { .. } => "parallel",
             StepKind::Foreach { .. } => "foreach",
             StepKind::Call { .. } => "call",
+            StepKind::Await(_) => "await",
         }
     }
 
@@ -96,6 +98,7 @@ impl StepKind {
             | StepKind::Transform { next, .. }
             | StepKind::Foreach { next, .. }
             | StepKind::Call { next, .. } => Some(*next),
+            StepKind::Await(a) => Some(a.next),
             StepKind::Switch { default, .. } => Some(*default),
             StepKind::Parallel { join, .. } => Some(*join),
             StepKind::Exit => None,
@@ -188,6 +191,10 @@ impl Graph {
                     args: Template::compile(&n.args).map_err(|e| err(id, format!("args: {e}")))?,
                     next: resolve(id, &n.next)?,
                 },
+                Node::Await(n) => StepKind::Await(Box::new(
+                    crate::await_node::AwaitStep::compile(n, resolve(id, &n.next)?)
+                        .map_err(|m| err(id, m))?,
+                )),
             };
             let opts = node.options();
             let options = StepOptions {

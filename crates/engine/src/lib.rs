@@ -26,7 +26,9 @@
 //! The engine knows nothing of transports: MCP framing, HTTP and JSON-RPC belong to `server`;
 //! it reaches upstream MCP servers only through [`mcpflow_upstream::UpstreamPool`].
 
+mod await_node;
 mod control;
+mod durable;
 mod engine;
 mod error;
 mod event;
@@ -38,7 +40,9 @@ mod output;
 mod resilience;
 mod run;
 
+pub use await_node::{Answer, Ask, Suspension};
 pub use control::{Control, DebugState};
+pub use durable::{Durability, SessionError, waiting_json};
 pub use engine::{Engine, RunHandle, RunOptions, ToolInfo};
 pub use error::{CompileError, RunError, RunErrorKind};
 pub use event::Event;

@@ -22,6 +22,8 @@ use crate::resilience::{backoff, error_object, retryable};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RunStatus {
+    /// Suspended at an await node; the result is the session handle for the client.
+    Waiting,
     Succeeded,
     Failed,
     Stopped,
@@ -56,6 +58,8 @@ pub(crate) struct Shared<'a> {
     pub started: Instant,
     /// Nodes started in the whole run (branches and sub-runs included), for `maxNodeExecutions`.
     pub executed: AtomicU64,
+    /// Set for tools that can wait or are resumable, when a store is attached.
+    pub durable: Option<&'a crate::durable::DurableRun>,
 }
 
 /// Runs the nodes of one graph: the top-level tool, or a tool invoked by a `call` node.
@@ -212,10 +216,11 @@ impl<'a> Executor<'a> {
                         self.emit(|| Event::NodeFinished {
                             record: Box::new(record.clone()),
                         });
+                        self.commit_step(frame, &step.kind).await?;
                         match done.next {
-                            Some(n) if Some(n) == stop => return Ok(record.output.clone()),
+                            Some(n) if Some(n) == stop => return Ok(last_output(frame)),
                             Some(n) => at = n,
-                            None => return Ok(record.output.clone()),
+                            None => return Ok(last_output(frame)),
                         }
                     }
                     Err((
@@ -226,6 +231,10 @@ impl<'a> Executor<'a> {
                         },
                         input,
                     )) => {
+                        if err.kind == RunErrorKind::Suspended {
+                            // Not a failure: the await node's record comes with the input.
+                            return Err(err);
+                        }
                         let own_index = frame.len() + children.len();
                         for child in children {
                             frame.context.set(&child.node_id, child.output.clone());
@@ -260,8 +269,11 @@ impl<'a> Executor<'a> {
                         self.emit(|| Event::NodeFinished {
                             record: Box::new(record.clone()),
                         });
+                        if route.is_some() {
+                            self.commit_step(frame, &step.kind).await?;
+                        }
                         match route {
-                            Some(n) if Some(n) == stop => return Ok(record.output.clone()),
+                            Some(n) if Some(n) == stop => return Ok(last_output(frame)),
                             Some(n) => at = n,
                             None => return Err(err),
                         }
@@ -444,6 +456,7 @@ impl<'a> Executor<'a> {
                 let out = self.call(id, server, tool, rendered).await?;
                 Ok(Done::plain(out, Some(*next)))
             }
+            StepKind::Await(_) => self.await_node(frame, at, input).await,
             StepKind::Call {
                 tool,
                 args: template,
@@ -589,6 +602,11 @@ impl<'a> Executor<'a> {
             }
         }
     }
+}
+
+/// The output of the record just pushed.
+fn last_output(frame: &Frame<'_>) -> Option<Value> {
+    frame.history.last().and_then(|r| r.output.clone())
 }
 
 /// Links a direct child of `node` to the record `node` is about to get.

@@ -67,6 +67,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         ended_at: i64,
     ) -> StoreFuture<'a, ()>;
 
+    /// Restarts an `interrupted` run of a resumable tool under `lease` (it becomes `running`
+    /// again, history kept); any other run is a `Conflict`.
+    fn take_over_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a Lease,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()>;
+
     /// Renews the lease on every run `lease.owner` is executing; returns how many.
     fn heartbeat<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, u64>;
 

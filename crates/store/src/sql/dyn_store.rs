@@ -70,6 +70,15 @@ impl Store for SqlStore {
         ))
     }
 
+    fn take_over_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: &'a Lease,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(SqlStore::take_over_run(self, run_id, lease, now_ms))
+    }
+
     fn heartbeat<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, u64> {
         Box::pin(SqlStore::heartbeat(self, lease))
     }

@@ -296,6 +296,43 @@ impl SqlStore {
         Ok(done.rows_affected())
     }
 
+    pub(super) async fn take_over_run(
+        &self,
+        run_id: &str,
+        lease: &Lease,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'running', owner = $1, lease_until = $2, ended_at = NULL, \
+             error = NULL WHERE id = $3 AND status = 'interrupted' AND resumable <> 0",
+        )
+        .bind(&lease.owner)
+        .bind(lease.until_ms.max(now_ms))
+        .bind(run_id)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        if done.rows_affected() == 1 {
+            return Ok(());
+        }
+        match self.get_run(run_id).await {
+            Ok(run) => Err(StoreError::conflict(
+                "run",
+                run_id,
+                format!(
+                    "only an interrupted run of a resumable tool can be restarted; this one is {}{}",
+                    run.summary.status,
+                    if run.resumable {
+                        ""
+                    } else {
+                        " and not resumable"
+                    }
+                ),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(super) async fn mark_interrupted(
         &self,
         owner: Option<&str>,

@@ -1,0 +1,211 @@
+//! Durable runs against a real SQLite store: suspension at an await, continue from persisted
+//! state (no in-memory state survives: a fresh engine continues), rejected input, and a
+//! resumable run restarted from its last committed node after an interruption.
+mod common;
+
+use std::sync::Arc;
+
+use common::load_str;
+use mcpflow_engine::{Control, Durability, Engine, RunStatus, SessionError};
+use mcpflow_store::{Lease, NewRun, RecordRow, RunStatus as Stored, Store, now_ms};
+use serde_json::json;
+
+const CONFIG: &str = r#"
+version: "1.0"
+server: { name: "durable", version: "1.0.0" }
+tools:
+  - name: wait_twice
+    inputSchema: { type: object }
+    nodes:
+      - { id: start, type: entry, next: first }
+      - id: first
+        type: await
+        message: { expr: "'n is ' & $string($.start.n)" }
+        inputSchema: { type: object, properties: { a: { type: integer } }, required: [a] }
+        next: sum
+      - { id: sum, type: transform, transform: { expr: "$.start.n + $.first.a" }, next: second }
+      - id: second
+        type: await
+        message: { expr: "'sum is ' & $string($.sum)" }
+        inputSchema: { type: object, properties: { b: { type: integer } }, required: [b] }
+        next: total
+      - { id: total, type: transform, transform: { expr: "{'total': $.sum * $.second.b, 'seen': $count($.first)}" }, next: end }
+      - { id: end, type: exit }
+  - name: steps
+    resumable: true
+    inputSchema: { type: object }
+    nodes:
+      - { id: start, type: entry, next: one }
+      - { id: one, type: transform, transform: { expr: "$.start.n + 1" }, next: two }
+      - { id: two, type: transform, transform: { expr: "$.one * 10" }, next: end }
+      - { id: end, type: exit }
+"#;
+
+async fn durable_engine(store: &Arc<dyn Store>, owner: &str) -> Engine {
+    let (_, engine) = load_str(CONFIG);
+    let d = Durability {
+        store: store.clone(),
+        owner: owner.into(),
+        config_version: "v1".into(),
+        session_ttl_ms: 60_000,
+        max_sessions: None,
+        lease_ms: Durability::DEFAULT_LEASE_MS,
+    };
+    assert!(engine.attach_durability(d).is_ok());
+    engine
+}
+
+async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}/state.db", dir.path().display());
+    let store = mcpflow_store::open(&url).await.expect("store opens");
+    (dir, store)
+}
+
+#[tokio::test]
+async fn a_run_waits_and_a_fresh_engine_continues_it_from_the_store() {
+    let (_dir, store) = sqlite().await;
+    let engine = durable_engine(&store, "a").await;
+    let run = engine.run("wait_twice", json!({"n": 2})).await;
+    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.result);
+    let w = run.output().expect("waiting answer").to_json();
+    assert_eq!(w["message"], "n is 2");
+    let id = w["sessionId"].as_str().expect("session id").to_owned();
+    drop(engine);
+
+    // Nothing in memory: another engine (another process, in effect) continues.
+    let engine = durable_engine(&store, "b").await;
+    let control = Control::new();
+    let refused = engine
+        .continue_session("wait_twice", &id, json!({"a": "x"}), &control, None, None)
+        .await;
+    assert!(
+        matches!(refused, Err(SessionError::InvalidInput { .. })),
+        "{refused:?}"
+    );
+    let run = engine
+        .continue_session("wait_twice", &id, json!({"a": 3}), &control, None, None)
+        .await
+        .expect("continues");
+    assert_eq!(run.status, RunStatus::Waiting);
+    assert_eq!(run.output().expect("w").to_json()["message"], "sum is 5");
+    let run = engine
+        .continue_session("wait_twice", &id, json!({"b": 4}), &control, None, None)
+        .await
+        .expect("continues");
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    assert_eq!(
+        run.output().expect("out").to_json(),
+        json!({"total": 20, "seen": 1})
+    );
+
+    let stored = store.get_run(&run.id).await.expect("run stored");
+    assert_eq!(stored.summary.status, Stored::Succeeded);
+    assert_eq!(stored.summary.config_version, "v1");
+    let nodes: Vec<String> = store
+        .get_records(&run.id)
+        .await
+        .expect("records")
+        .into_iter()
+        .map(|r| r.node_id)
+        .collect();
+    assert_eq!(nodes, ["start", "first", "sum", "second", "total", "end"]);
+}
+
+#[tokio::test]
+async fn a_changed_config_is_refused_clearly() {
+    let (_dir, store) = sqlite().await;
+    let engine = durable_engine(&store, "a").await;
+    let run = engine.run("wait_twice", json!({"n": 1})).await;
+    let id = run.output().expect("w").to_json()["sessionId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, other) = load_str(CONFIG);
+    let d = Durability {
+        store: store.clone(),
+        owner: "b".into(),
+        config_version: "v2".into(),
+        session_ttl_ms: 60_000,
+        max_sessions: None,
+        lease_ms: Durability::DEFAULT_LEASE_MS,
+    };
+    assert!(other.attach_durability(d).is_ok());
+    let err = other
+        .continue_session(
+            "wait_twice",
+            &id,
+            json!({"a": 1}),
+            &Control::new(),
+            None,
+            None,
+        )
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("config version v1"), "{err}");
+    // Still waiting for a server on the right version.
+    let s = store.get_session(&id).await.expect("session");
+    assert!(s.is_waiting_at(now_ms()));
+}
+
+#[tokio::test]
+async fn an_interrupted_resumable_run_restarts_from_its_last_committed_node() {
+    let (_dir, store) = sqlite().await;
+    // What a crashed process left: the run and its first two nodes.
+    let lease = Lease::new("dead", now_ms() + 60_000);
+    let run = NewRun {
+        id: "r1".into(),
+        tool: "steps".into(),
+        config_version: "v1".into(),
+        args: json!({"n": 4}),
+        started_at: now_ms(),
+        resumable: true,
+    };
+    store.create_run(&run, &lease).await.expect("run");
+    let row = |index, node: &str, ty: &str, out| RecordRow {
+        index,
+        node_id: node.into(),
+        node_type: ty.into(),
+        start_ms: 0.0,
+        end_ms: 0.0,
+        input: None,
+        output: Some(out),
+        error: None,
+        parent: None,
+    };
+    store
+        .append_records(
+            "r1",
+            &lease,
+            &[
+                row(0, "start", "entry", json!({"n": 4})),
+                row(1, "one", "transform", json!(5)),
+            ],
+        )
+        .await
+        .expect("records");
+    let ids = store
+        .mark_interrupted(Some("dead"), now_ms())
+        .await
+        .expect("sweep");
+    assert_eq!(ids, ["r1"]);
+
+    let engine = durable_engine(&store, "new").await;
+    let done = engine.resume_interrupted("r1").await.expect("restarts");
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.result);
+    assert_eq!(done.output().expect("out").to_json(), json!(50));
+    let stored = store.get_run("r1").await.expect("run");
+    assert_eq!(stored.summary.status, Stored::Succeeded);
+    let nodes: Vec<String> = store
+        .get_records("r1")
+        .await
+        .expect("records")
+        .into_iter()
+        .map(|r| r.node_id)
+        .collect();
+    assert_eq!(
+        nodes,
+        ["start", "one", "two", "end"],
+        "history kept, then continued"
+    );
+}

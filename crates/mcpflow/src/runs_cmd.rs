@@ -1,0 +1,360 @@
+//! `mcpflow runs list|show ID|stats` and `mcpflow sessions list|show ID|cancel ID`: read (and
+//! for a cancel, change) the store, as JSON with `--json` or as a table.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use mcpflow_store::{RunFilter, RunStatus, SessionFilter, SessionStatus, Store, now_ms};
+use serde_json::json;
+
+use crate::state::{StateArgs, store_url};
+
+/// Which store to read: `--store`, `--state`, or the one of a config (`--config`).
+#[derive(Args, Debug)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub state: StateArgs,
+    /// The config whose store to read (its `store:`, or `.mcpflow/state.db` next to it).
+    #[arg(long, short = 'c', value_name = "CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCmd,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCmd {
+    /// The newest runs first.
+    List {
+        /// Only runs in this status (running, waiting, succeeded, failed, cancelled,
+        /// interrupted, expired).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        tool: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One run with its history.
+    Show { id: String },
+    /// Counts and durations per tool and status.
+    Stats,
+}
+
+#[derive(Args, Debug)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub command: SessionsCmd,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SessionsCmd {
+    /// The newest sessions first.
+    List {
+        /// Only sessions in this status (waiting, claimed, completed, cancelled, expired,
+        /// interrupted).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One session.
+    Show { id: String },
+    /// Cancels a waiting session and its run.
+    Cancel { id: String },
+}
+
+async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, String> {
+    let base = match &args.config {
+        Some(c) => std::path::absolute(c)
+            .map_err(|e| format!("{}: {e}", c.display()))?
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        None => std::env::current_dir().map_err(|e| e.to_string())?,
+    };
+    let config_store = match &args.config {
+        Some(c) => {
+            mcpflow_config::load(c, None)
+                .map_err(|e| e.to_string())?
+                .config
+                .store
+        }
+        None => None,
+    };
+    let url = store_url(&args.state, config_store.as_deref(), &base, true)
+        .ok_or("no store: give --store, --state or --config")?;
+    if let Some(file) = url.strip_prefix("sqlite://")
+        && !std::path::Path::new(file).exists()
+    {
+        return Err(format!(
+            "no state at {file}: nothing has run with a store there (give --store, --state or \
+             --config)"
+        ));
+    }
+    crate::state::open(&url).await
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("mcpflow: {e}");
+    ExitCode::FAILURE
+}
+
+fn print_json(v: &impl serde::Serialize) -> ExitCode {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Left-aligned columns, two spaces apart.
+fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", parts.join("  ").trim_end());
+    };
+    line(header.iter().map(|h| (*h).to_owned()).collect());
+    for row in rows {
+        line(row.clone());
+    }
+}
+
+fn time(ms: Option<i64>) -> String {
+    ms.map_or_else(
+        || "-".into(),
+        |ms| format!("{:.1}s ago", (now_ms() - ms) as f64 / 1000.0),
+    )
+}
+
+pub async fn runs(args: RunsArgs) -> ExitCode {
+    let store = match open(&args.store).await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let json = args.store.json;
+    let code = match args.command {
+        RunsCmd::List {
+            status,
+            tool,
+            limit,
+        } => {
+            let status = match status.map(|s| s.parse::<RunStatus>()).transpose() {
+                Ok(s) => s,
+                Err(e) => return fail(e),
+            };
+            let filter = RunFilter {
+                status,
+                tool,
+                limit,
+                offset: 0,
+            };
+            match store.list_runs(&filter).await {
+                Ok(runs) if json => print_json(&runs),
+                Ok(runs) => {
+                    let rows: Vec<Vec<String>> = runs
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r.id.clone(),
+                                r.tool.clone(),
+                                r.status.to_string(),
+                                time(Some(r.started_at)),
+                                r.ended_at
+                                    .map_or("-".into(), |e| format!("{} ms", e - r.started_at)),
+                            ]
+                        })
+                        .collect();
+                    print_table(&["ID", "TOOL", "STATUS", "STARTED", "TOOK"], &rows);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
+        RunsCmd::Show { id } => {
+            let run = match store.get_run(&id).await {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let records = match store.get_records(&id).await {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            if json {
+                print_json(&json!({"run": run, "history": records}))
+            } else {
+                println!(
+                    "run {}  tool {}  status {}  config {}",
+                    run.summary.id,
+                    run.summary.tool,
+                    run.summary.status,
+                    run.summary.config_version
+                );
+                println!("args: {}", run.args);
+                if let Some(r) = &run.result {
+                    println!("result: {r}");
+                }
+                if let Some(e) = &run.error {
+                    println!("error: {e}");
+                }
+                let rows: Vec<Vec<String>> = records
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.index.to_string(),
+                            r.node_id.clone(),
+                            r.node_type.clone(),
+                            format!("{:.2}", r.end_ms - r.start_ms),
+                            r.error.clone().unwrap_or_else(|| {
+                                r.output
+                                    .as_ref()
+                                    .map_or("-".into(), |o| short(&o.to_string()))
+                            }),
+                        ]
+                    })
+                    .collect();
+                print_table(&["#", "NODE", "TYPE", "MS", "OUTPUT / ERROR"], &rows);
+                ExitCode::SUCCESS
+            }
+        }
+        RunsCmd::Stats => match store.run_stats().await {
+            Ok(stats) if json => {
+                let footprint = store.footprint().await.ok();
+                let sessions = store.count_sessions().await.ok();
+                print_json(
+                    &json!({"runs": stats.rows, "sessions": sessions, "footprint": footprint}),
+                )
+            }
+            Ok(stats) => {
+                let rows: Vec<Vec<String>> = stats
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.tool.clone(),
+                            r.status.to_string(),
+                            r.count.to_string(),
+                            r.mean_ms().map_or("-".into(), |m| format!("{m:.1}")),
+                            r.max_ms.to_string(),
+                        ]
+                    })
+                    .collect();
+                print_table(&["TOOL", "STATUS", "COUNT", "MEAN MS", "MAX MS"], &rows);
+                if let Ok(f) = store.footprint().await {
+                    println!(
+                        "store: {} bytes (runs {}, records {}, sessions {})",
+                        f.total(),
+                        f.runs_bytes,
+                        f.records_bytes,
+                        f.sessions_bytes
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+    };
+    store.close().await;
+    code
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() > 60 {
+        format!("{}…", s.chars().take(59).collect::<String>())
+    } else {
+        s.to_owned()
+    }
+}
+
+pub async fn sessions(args: SessionsArgs) -> ExitCode {
+    let store = match open(&args.store).await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let json = args.store.json;
+    let code = match args.command {
+        SessionsCmd::List { status, limit } => {
+            let status = match status.map(|s| s.parse::<SessionStatus>()).transpose() {
+                Ok(s) => s,
+                Err(e) => return fail(e),
+            };
+            let filter = SessionFilter {
+                status,
+                run_id: None,
+                limit,
+                offset: 0,
+            };
+            match store.list_sessions(&filter).await {
+                Ok(list) if json => print_json(&list),
+                Ok(list) => {
+                    let rows: Vec<Vec<String>> = list
+                        .iter()
+                        .map(|s| {
+                            vec![
+                                s.id.clone(),
+                                s.tool.clone(),
+                                s.status.to_string(),
+                                s.node_id.clone(),
+                                time(Some(s.created_at)),
+                                format!("{:.0}s", (s.expires_at - now_ms()) as f64 / 1000.0),
+                            ]
+                        })
+                        .collect();
+                    print_table(
+                        &["ID", "TOOL", "STATUS", "AT NODE", "CREATED", "EXPIRES IN"],
+                        &rows,
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
+        SessionsCmd::Show { id } => match store.get_session(&id).await {
+            Ok(s) if json => print_json(&s),
+            Ok(s) => {
+                println!(
+                    "session {}  tool {}  run {}  status {}  at node {}",
+                    s.id, s.tool, s.run_id, s.status, s.node_id
+                );
+                println!("state: {}", s.state);
+                println!("inputSchema: {}", s.input_schema);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        SessionsCmd::Cancel { id } => match store.cancel_session(&id, now_ms()).await {
+            Ok(s) if json => print_json(&s),
+            Ok(s) => {
+                println!("session {} cancelled (run {})", s.id, s.run_id);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+    };
+    store.close().await;
+    code
+}
