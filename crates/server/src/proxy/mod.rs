@@ -1,0 +1,670 @@
+//! The gateway: upstream tools (and resources and prompts) listed next to the graph tools and
+//! forwarded transparently, with the configured names, filters, overrides and hooks.
+//!
+//! Each upstream's list is fetched on first need and kept until the upstream says it changed
+//! (`notifications/tools/list_changed`), which is then re-announced to our clients. An
+//! upstream that cannot be reached drops out of the list (`failureMode: hide`) or keeps its last
+//! known tools whose calls then fail (`fail`); the others are untouched either way.
+
+mod content;
+mod expose;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use indexmap::IndexMap;
+use mcpflow_config::Config;
+use mcpflow_config::proxy::{FailureMode, HookMethod, HookPhase, ProxiedUpstream, ProxyConfig};
+use mcpflow_upstream::{UpstreamError, UpstreamPool, UpstreamProgress};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
+    ProgressNotificationParam, ServerResult, Tool,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::error::ServerError;
+use crate::hooks::{Hooks, Target, Verdict};
+use expose::Exposed;
+
+/// The pass-through side of the server. Cheap to share; one per served config.
+pub struct Proxy {
+    pool: UpstreamPool,
+    config: ProxyConfig,
+    hooks: Hooks,
+    /// Names of this config's graph tools: they win over any proxied tool of the same name.
+    graph_tools: HashSet<String>,
+    state: Mutex<State>,
+    /// Clients to tell when a proxied list changes.
+    clients: Mutex<Vec<Peer<RoleServer>>>,
+    content: content::Routes,
+    /// Calls in flight per upstream: an upstream's log lines are relayed to a caller only
+    /// while its call is the only one there, so no client reads another client's logs.
+    in_flight: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+#[derive(Default)]
+struct State {
+    listings: HashMap<Arc<str>, Listing>,
+    /// Listed name → tool, over every upstream's last good listing.
+    by_name: HashMap<String, Arc<Exposed>>,
+}
+
+#[derive(Default)]
+struct Listing {
+    /// The last good list, kept while the upstream is down.
+    tools: Option<Arc<Vec<Arc<Exposed>>>>,
+    /// False after a change notification or a failed listing: list again on next need.
+    fresh: bool,
+    /// Why the last listing failed, while it keeps failing.
+    down: Option<String>,
+}
+
+impl Proxy {
+    /// `None` when the config proxies nothing and has no hooks.
+    pub(crate) fn new(
+        config: &Config,
+        pool: UpstreamPool,
+        hooks: Hooks,
+    ) -> Result<Option<Arc<Proxy>>, ServerError> {
+        let Some(proxy) = config.proxy.clone() else {
+            return Ok(None);
+        };
+        let proxy = Arc::new(Proxy {
+            pool,
+            config: proxy,
+            hooks,
+            graph_tools: config.tools.iter().map(|t| t.name.clone()).collect(),
+            state: Mutex::new(State::default()),
+            clients: Mutex::new(Vec::new()),
+            content: content::Routes::default(),
+            in_flight: Mutex::new(HashMap::new()),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(watch_changes(Arc::downgrade(&proxy)));
+        }
+        Ok(Some(proxy))
+    }
+
+    pub fn upstreams(&self) -> impl Iterator<Item = (&str, &ProxiedUpstream)> {
+        self.config.upstreams.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Lists every upstream now and reports names taken twice (by two upstream tools, or by an
+    /// upstream tool and a graph tool), naming both owners. Upstreams that cannot be reached are
+    /// only logged: they may come up later.
+    pub async fn check_names(&self) -> Result<(), ServerError> {
+        let listings = self.list_all().await;
+        let mut owners: HashMap<&str, String> = self
+            .graph_tools
+            .iter()
+            .map(|n| (n.as_str(), format!("graph tool `{n}`")))
+            .collect();
+        let mut clashes = Vec::new();
+        for (server, listing) in &listings {
+            match listing {
+                Ok(tools) => {
+                    for t in tools.iter() {
+                        let owner = format!("tool `{}` of upstream `{server}`", t.original);
+                        match owners.get(&*t.tool.name) {
+                            Some(first) => clashes.push(format!(
+                                "tool name `{}` is taken by both {first} and {owner}",
+                                t.tool.name
+                            )),
+                            None => {
+                                owners.insert(&t.tool.name, owner);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "proxied upstream not reachable at start")
+                }
+            }
+        }
+        if clashes.is_empty() {
+            Ok(())
+        } else {
+            Err(ServerError::Proxy(format!(
+                "{}; give the upstreams a prefix (`naming: prefix`) or rename the tools",
+                clashes.join("; ")
+            )))
+        }
+    }
+
+    /// Remembers the client so it hears about list changes.
+    pub fn register_client(&self, peer: Peer<RoleServer>) {
+        let mut clients = lock(&self.clients);
+        clients.retain(|p| !p.is_transport_closed());
+        clients.push(peer);
+    }
+
+    /// The proxied tools for this client, after the `tools/list` hooks.
+    pub async fn tools(&self, context: &RequestContext<RoleServer>) -> Vec<Tool> {
+        let client = client_name(&context.peer);
+        let listings = self.list_all().await;
+        let mut seen: HashSet<String> = self.graph_tools.clone();
+        let mut out = Vec::new();
+        for (server, listing) in listings {
+            let Ok(tools) = listing else { continue };
+            let tools: Vec<Tool> = tools.iter().map(|t| t.tool.clone()).collect();
+            let tools = self.list_hooks(&server, client.as_deref(), tools).await;
+            for tool in tools {
+                if seen.insert(tool.name.to_string()) {
+                    out.push(tool);
+                } else {
+                    tracing::warn!(server = %server, tool = %tool.name, "proxied tool hidden: its name is taken");
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs the `tools/list` hooks of `server` over its tools; `[]` when a hook rejects.
+    async fn list_hooks(&self, server: &str, client: Option<&str>, tools: Vec<Tool>) -> Vec<Tool> {
+        let target = Target {
+            method: HookMethod::ToolsList,
+            server,
+            tool: None,
+            client,
+        };
+        let (pre, post) = (
+            self.hooks.any(HookPhase::Pre, &target),
+            self.hooks.any(HookPhase::Post, &target),
+        );
+        if !pre && !post {
+            return tools;
+        }
+        let params = match self.hooks.pre(&target, json!({})).await {
+            Verdict::Continue(params) => params,
+            Verdict::Reject(message) => {
+                tracing::info!(server, %message, "tools/list of this upstream rejected by a hook");
+                return Vec::new();
+            }
+        };
+        if !post {
+            return tools;
+        }
+        let response = json!({ "tools": tools });
+        match self.hooks.post(&target, &params, response).await {
+            Verdict::Continue(response) => {
+                match serde_json::from_value::<Vec<Tool>>(response["tools"].clone()) {
+                    Ok(tools) => tools,
+                    Err(e) => {
+                        tracing::warn!(server, error = %e, "a tools/list hook returned tools that are not MCP tools; listing none");
+                        Vec::new()
+                    }
+                }
+            }
+            Verdict::Reject(message) => {
+                tracing::info!(server, %message, "tools/list of this upstream rejected by a hook");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Whether `name` is a proxied tool (listing the upstreams first if it is not known yet).
+    pub(crate) async fn route(&self, name: &str) -> Option<Arc<Exposed>> {
+        if let Some(found) = lock(&self.state).by_name.get(name) {
+            return Some(found.clone());
+        }
+        let stale = {
+            let state = lock(&self.state);
+            self.config
+                .upstreams
+                .keys()
+                .any(|s| state.listings.get(s.as_str()).is_none_or(|l| !l.fresh))
+        };
+        if !stale {
+            return None;
+        }
+        self.list_all().await;
+        lock(&self.state).by_name.get(name).cloned()
+    }
+
+    /// Forwards one `tools/call` of a proxied tool: hooks, arguments, progress both ways,
+    /// cancellation.
+    pub(crate) async fn call(
+        &self,
+        exposed: &Exposed,
+        arguments: Option<Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let server = &*exposed.server;
+        let client = client_name(&context.peer);
+        let target = Target {
+            method: HookMethod::ToolsCall,
+            server,
+            tool: Some(&exposed.original),
+            client: client.as_deref(),
+        };
+        let mut args = exposed.arguments(arguments);
+        let hooked = !self.hooks.is_empty()
+            && (self.hooks.any(HookPhase::Pre, &target)
+                || self.hooks.any(HookPhase::Post, &target));
+        let mut params_json = Value::Null;
+        if hooked {
+            let params = json!({"name": exposed.original, "arguments": args});
+            match self.hooks.pre(&target, params).await {
+                Verdict::Continue(params) => {
+                    args = match params.get("arguments") {
+                        Some(Value::Object(a)) => a.clone(),
+                        _ => Map::new(),
+                    };
+                    params_json = params;
+                }
+                Verdict::Reject(message) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
+                }
+            }
+        }
+        let result = self.forward_call(exposed, args, context).await?;
+        if !hooked || !self.hooks.any(HookPhase::Post, &target) {
+            return Ok(result);
+        }
+        let response = serde_json::to_value(&result)
+            .map_err(|e| McpError::internal_error(format!("result not JSON: {e}"), None))?;
+        match self.hooks.post(&target, &params_json, response).await {
+            Verdict::Continue(response) => match serde_json::from_value(response) {
+                Ok(result) => Ok(result),
+                Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                    "a post hook returned a response that is not a tool result: {e}"
+                ))])),
+            },
+            Verdict::Reject(message) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+            }
+        }
+    }
+
+    async fn forward_call(
+        &self,
+        exposed: &Exposed,
+        args: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let params = CallToolRequestParams::new(exposed.original.clone()).with_arguments(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let token = context.meta.get_progress_token();
+        let (sink, mut rx) = match token {
+            Some(_) => {
+                let (tx, rx) = mpsc::unbounded_channel::<UpstreamProgress>();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let mut logs = mcpflow_upstream::upstream_logs();
+        let _counted = InFlight::enter(&self.in_flight, &exposed.server);
+        // The sink moves into the call and is dropped with it, which ends the relay below.
+        let call = self.pool.forward(&exposed.server, request, sink);
+        let relay = async {
+            let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
+                return;
+            };
+            while let Some(p) = rx.recv().await {
+                let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+                if let Some(total) = p.total {
+                    param = param.with_total(total);
+                }
+                if let Some(message) = p.message {
+                    param = param.with_message(message);
+                }
+                if context.peer.notify_progress(param).await.is_err() {
+                    return;
+                }
+            }
+        };
+        let forwarded = async {
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    r = &mut call => return Some(r),
+                    () = context.ct.cancelled() => return None,
+                    log = logs.recv() => self.relay_log(&exposed.server, log, context).await,
+                }
+            }
+        };
+        let (outcome, ()) = tokio::join!(forwarded, relay);
+        match outcome {
+            // Dropping the call sent `notifications/cancelled` upstream; the client expects
+            // no answer, and rmcp sends none for a cancelled request.
+            None => Err(McpError::internal_error("cancelled by the client", None)),
+            Some(Ok(ServerResult::CallToolResult(mut result))) => {
+                // Upstreams speak 2025-11-25 to us; rmcp drops the field again for such clients.
+                result
+                    .result_type
+                    .get_or_insert(rmcp::model::ResultType::COMPLETE);
+                Ok(result)
+            }
+            Some(Ok(other)) => Err(McpError::internal_error(
+                format!(
+                    "upstream `{}` answered tools/call with something else: {other:?}",
+                    exposed.server
+                ),
+                None,
+            )),
+            Some(Err(e @ UpstreamError::Rejected { .. })) => upstream_failure(e),
+            // Only this upstream's tools fail: a tool error the model can read.
+            Some(Err(e)) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                e.to_string(),
+            )])),
+        }
+    }
+
+    /// Every proxied upstream's listing, in config order: fresh ones from memory, the rest
+    /// fetched concurrently.
+    async fn list_all(&self) -> Vec<(Arc<str>, Result<Arc<Vec<Arc<Exposed>>>, String>)> {
+        let jobs = self
+            .config
+            .upstreams
+            .iter()
+            .map(|(name, rules)| async move {
+                let name: Arc<str> = name.as_str().into();
+                let listing = self.listing(&name, rules).await;
+                (name, listing)
+            });
+        futures::future::join_all(jobs).await
+    }
+
+    async fn listing(
+        &self,
+        server: &Arc<str>,
+        rules: &ProxiedUpstream,
+    ) -> Result<Arc<Vec<Arc<Exposed>>>, String> {
+        {
+            let state = lock(&self.state);
+            if let Some(l) = state.listings.get(server)
+                && l.fresh
+                && let Some(tools) = &l.tools
+            {
+                return Ok(tools.clone());
+            }
+        }
+        let fetched = self.pool.list_tools_full(server).await;
+        let mut state = lock(&self.state);
+        let result = match fetched {
+            Ok(tools) => {
+                let exposed: Vec<Arc<Exposed>> = tools
+                    .into_iter()
+                    .filter_map(|t| Exposed::new(server, rules, t).map(Arc::new))
+                    .collect();
+                let exposed = Arc::new(exposed);
+                let listing = state.listings.entry(server.clone()).or_default();
+                listing.tools = Some(exposed.clone());
+                listing.fresh = true;
+                listing.down = None;
+                Ok(exposed)
+            }
+            Err(e) => {
+                let listing = state.listings.entry(server.clone()).or_default();
+                listing.fresh = false;
+                let message = e.to_string();
+                if listing.down.as_deref() != Some(&message) {
+                    tracing::warn!(server = %server, error = %message, "proxied upstream cannot be listed");
+                }
+                listing.down = Some(message.clone());
+                let mode = rules
+                    .failure_mode
+                    .or(self.config.failure_mode)
+                    .unwrap_or_default();
+                match (&listing.tools, mode) {
+                    (Some(last), FailureMode::Fail) => Ok(last.clone()),
+                    _ => Err(message),
+                }
+            }
+        };
+        state.rebuild_names(&self.config.upstreams, &self.graph_tools);
+        result
+    }
+
+    #[expect(deprecated, reason = "servers and clients on 2025-11-25 still log")]
+    async fn relay_log(
+        &self,
+        server: &Arc<str>,
+        log: Result<(Arc<str>, Value), tokio::sync::broadcast::error::RecvError>,
+        context: &RequestContext<RoleServer>,
+    ) {
+        let Ok((from, params)) = log else { return };
+        if from != *server || lock(&self.in_flight).get(server).copied() != Some(1) {
+            return;
+        }
+        if let Ok(params) =
+            serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
+        {
+            let _ = context.peer.notify_logging_message(params).await;
+        }
+    }
+
+    /// `logging/setLevel` goes to every proxied upstream; one that refuses is only logged.
+    #[expect(deprecated, reason = "servers and clients on 2025-11-25 still log")]
+    pub async fn set_level(&self, params: rmcp::model::SetLevelRequestParams) {
+        let jobs = self.config.upstreams.keys().map(|server| {
+            let request = ClientRequest::SetLevelRequest(rmcp::model::SetLevelRequest::new(
+                params.clone(),
+            ));
+            async move {
+                if let Err(e) = self.pool.forward(server, request, None).await {
+                    tracing::debug!(server = %server, error = %e, "upstream refused logging/setLevel");
+                }
+            }
+        });
+        futures::future::join_all(jobs).await;
+    }
+
+    fn invalidate(&self, server: &str) -> bool {
+        let mut state = lock(&self.state);
+        match state.listings.get_mut(server) {
+            Some(l) => {
+                l.fresh = false;
+                true
+            }
+            None => self.config.upstreams.contains_key(server),
+        }
+    }
+}
+
+impl State {
+    fn rebuild_names(
+        &mut self,
+        order: &IndexMap<String, ProxiedUpstream>,
+        graph_tools: &HashSet<String>,
+    ) {
+        self.by_name.clear();
+        for server in order.keys() {
+            let Some(tools) = self
+                .listings
+                .get(server.as_str())
+                .and_then(|l| l.tools.as_ref())
+            else {
+                continue;
+            };
+            for t in tools.iter() {
+                if !graph_tools.contains(&*t.tool.name) {
+                    self.by_name
+                        .entry(t.tool.name.to_string())
+                        .or_insert_with(|| t.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Counts one call in flight on an upstream for as long as it lives.
+struct InFlight<'a> {
+    map: &'a Mutex<HashMap<Arc<str>, usize>>,
+    server: Arc<str>,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(map: &'a Mutex<HashMap<Arc<str>, usize>>, server: &Arc<str>) -> InFlight<'a> {
+        *lock(map).entry(server.clone()).or_default() += 1;
+        InFlight {
+            map,
+            server: server.clone(),
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(n) = lock(self.map).get_mut(&self.server) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// Re-announces upstream list changes to our clients, for as long as the proxy lives.
+async fn watch_changes(proxy: std::sync::Weak<Proxy>) {
+    let mut changes = mcpflow_upstream::list_changes();
+    loop {
+        let server = match changes.recv().await {
+            Ok(server) => server,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(proxy) = proxy.upgrade() else { return };
+        if !proxy.invalidate(&server) {
+            continue;
+        }
+        let clients: Vec<Peer<RoleServer>> = lock(&proxy.clients).clone();
+        for peer in clients {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+    }
+}
+
+/// How an upstream failure reaches the client: the upstream's own JSON-RPC refusal as is (the
+/// gateway is transparent), anything else as a tool error the model can read.
+pub(crate) fn upstream_failure<T>(e: UpstreamError) -> Result<T, McpError> {
+    match e {
+        UpstreamError::Rejected { code, message, .. } => {
+            Err(McpError::new(rmcp::model::ErrorCode(code), message, None))
+        }
+        other => Err(McpError::internal_error(other.to_string(), None)),
+    }
+}
+
+fn client_name(peer: &Peer<RoleServer>) -> Option<String> {
+    peer.peer_info().map(|info| info.client_info.name.clone())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the server offers: tools always; with a proxy, `tools.listChanged` (re-announced from
+/// upstreams), and resources and prompts when some upstream passes them through.
+pub(crate) fn capabilities(proxy: Option<&Proxy>) -> rmcp::model::ServerCapabilities {
+    let builder = rmcp::model::ServerCapabilities::builder();
+    match proxy {
+        None => builder.enable_tools().build(),
+        Some(p) => {
+            let mut caps = builder.enable_tools().enable_tool_list_changed().build();
+            // Upstreams' `notifications/message` are relayed and `logging/setLevel` forwarded.
+            caps.logging = Some(Default::default());
+            if p.passes(false) {
+                let mut resources = rmcp::model::ResourcesCapability::default();
+                resources.subscribe = Some(true);
+                caps.resources = Some(resources);
+            }
+            if p.passes(true) {
+                caps.prompts = Some(rmcp::model::PromptsCapability::default());
+            }
+            if p.passes(false) || p.passes(true) {
+                caps.completions = Some(Default::default());
+            }
+            caps
+        }
+    }
+}
+
+pub(crate) async fn list_resources(proxy: Option<&Proxy>) -> rmcp::model::ListResourcesResult {
+    match proxy {
+        Some(p) => p.list_resources().await,
+        None => rmcp::model::ListResourcesResult::default(),
+    }
+}
+
+pub(crate) async fn list_resource_templates(
+    proxy: Option<&Proxy>,
+) -> rmcp::model::ListResourceTemplatesResult {
+    match proxy {
+        Some(p) => p.list_resource_templates().await,
+        None => rmcp::model::ListResourceTemplatesResult::default(),
+    }
+}
+
+pub(crate) async fn read_resource(
+    proxy: Option<&Proxy>,
+    params: rmcp::model::ReadResourceRequestParams,
+) -> Result<rmcp::model::ReadResourceResult, McpError> {
+    match proxy {
+        Some(p) => p.read_resource(params).await,
+        None => Err(McpError::resource_not_found(
+            format!("no resource `{}`", params.uri),
+            None,
+        )),
+    }
+}
+
+pub(crate) async fn complete(
+    proxy: Option<&Proxy>,
+    params: rmcp::model::CompleteRequestParams,
+) -> Result<rmcp::model::CompleteResult, McpError> {
+    match proxy {
+        Some(p) => p.complete(params).await,
+        None => Ok(rmcp::model::CompleteResult::default()),
+    }
+}
+
+pub(crate) async fn subscription(
+    proxy: Option<&Proxy>,
+    uri: String,
+    subscribe: bool,
+) -> Result<(), McpError> {
+    match proxy {
+        Some(p) => p.subscription(uri, subscribe).await,
+        None => Err(McpError::resource_not_found(
+            format!("no resource `{uri}`"),
+            None,
+        )),
+    }
+}
+
+#[expect(deprecated, reason = "servers and clients on 2025-11-25 still log")]
+pub(crate) async fn set_level(
+    proxy: Option<&Proxy>,
+    params: rmcp::model::SetLevelRequestParams,
+) -> Result<(), McpError> {
+    match proxy {
+        Some(p) => {
+            p.set_level(params).await;
+            Ok(())
+        }
+        None => Err(McpError::method_not_found::<
+            rmcp::model::SetLevelRequestMethod,
+        >()),
+    }
+}
+
+pub(crate) async fn list_prompts(proxy: Option<&Proxy>) -> rmcp::model::ListPromptsResult {
+    match proxy {
+        Some(p) => p.list_prompts().await,
+        None => rmcp::model::ListPromptsResult::default(),
+    }
+}
+
+pub(crate) async fn get_prompt(
+    proxy: Option<&Proxy>,
+    params: rmcp::model::GetPromptRequestParams,
+) -> Result<rmcp::model::GetPromptResult, McpError> {
+    match proxy {
+        Some(p) => p.get_prompt(params).await,
+        None => Err(McpError::invalid_params(
+            format!("unknown prompt `{}`", params.name),
+            None,
+        )),
+    }
+}
