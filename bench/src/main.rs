@@ -11,6 +11,9 @@
 //! and prints one JSON line on stdout. `bench/latency.sh` and `bench/loop.sh` drive it.
 
 mod client;
+mod concurrent;
+mod http;
+mod sessions;
 mod stats;
 
 use std::time::Instant;
@@ -32,6 +35,12 @@ struct Cli {
 enum Sub {
     /// Time sequential calls of one tool and print p50/p90/p99/mean (µs) and calls/s as JSON.
     Latency(LatencyArgs),
+    /// Many calls in flight over one session: latency percentiles and calls/s (gateway.sh).
+    Concurrent(concurrent::ConcurrentArgs),
+    /// Start + continue round trips of a tool that waits (sessions.sh).
+    Sessions(sessions::SessionsArgs),
+    /// Load over Streamable HTTP at 1/16/256 clients, and memory per idle session (http.sh).
+    Http(http::HttpArgs),
 }
 
 #[derive(Args, Debug)]
@@ -68,6 +77,9 @@ async fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Sub::Latency(args) => latency(args).await,
+        Sub::Concurrent(args) => concurrent::run(args).await,
+        Sub::Sessions(args) => sessions::run(args).await,
+        Sub::Http(args) => http::run(args).await,
     };
     match outcome {
         Ok(line) => println!("{line}"),

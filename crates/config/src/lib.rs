@@ -40,11 +40,14 @@
 
 mod error;
 mod flow;
+pub mod http;
 pub mod interpolate;
 mod load;
 pub mod model;
 mod place;
+pub mod proxy;
 mod schema;
+pub mod session;
 mod source;
 mod structure;
 mod suggest;
@@ -55,5 +58,6 @@ pub use error::{ConfigError, ConfigErrors};
 pub use load::{Loaded, Loader, load, load_str, node_pointer};
 pub use model::*;
 pub use schema::schema;
+pub use session::{AwaitMode, AwaitNode, SessionsConfig};
 pub use source::{SourceMap, SourcePos};
 pub use yaml::{MAX_ALIAS_REPLAY, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES};

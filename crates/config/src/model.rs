@@ -27,6 +27,21 @@ pub struct Config {
     /// The graph tools this server lists.
     #[serde(default)]
     pub tools: Vec<ToolDef>,
+    /// Upstreams whose tools, resources and prompts are passed through to clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxy::ProxyConfig>,
+    /// Hooks run before and after proxied requests, in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::proxy::Hook>,
+    /// Where runs and sessions are kept: `sqlite://path` (relative to the config) or `postgres://…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Time to live and maximum count of waiting sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::session::SessionsConfig>,
+    /// Guards and limits of `mcpflow serve --http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::http::HttpConfig>,
 }
 
 /// What `initialize` tells the client about this server.
@@ -146,6 +161,10 @@ pub struct RemoteServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// Timeout of connecting plus the MCP handshake in milliseconds (default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub connect_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -181,6 +200,9 @@ pub struct ToolDef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// Commit every step, so a run interrupted by a crash restarts from its last completed node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumable: Option<bool>,
     /// The graph: exactly one `entry` and one `exit` node.
     pub nodes: Vec<Node>,
 }
@@ -209,6 +231,8 @@ pub enum Node {
     Foreach(ForeachNode),
     /// Runs another graph tool of this config as a sub-run.
     Call(CallNode),
+    /// Suspends the run until the client sends input (a durable session).
+    Await(crate::session::AwaitNode),
 }
 
 /// Options every node accepts (mcpflow extensions).
@@ -477,6 +501,7 @@ impl Node {
             Node::Parallel(n) => &n.id,
             Node::Foreach(n) => &n.id,
             Node::Call(n) => &n.id,
+            Node::Await(n) => &n.id,
         }
     }
 
@@ -490,6 +515,7 @@ impl Node {
             Node::Parallel(n) => &n.options,
             Node::Foreach(n) => &n.options,
             Node::Call(n) => &n.options,
+            Node::Await(n) => &n.node_options,
         }
     }
 
@@ -504,6 +530,7 @@ impl Node {
             Node::Parallel(_) => "parallel",
             Node::Foreach(_) => "foreach",
             Node::Call(_) => "call",
+            Node::Await(_) => "await",
         }
     }
 
@@ -536,6 +563,7 @@ impl Node {
             Node::Parallel(n) => vec![&n.next],
             Node::Foreach(n) => vec![&n.next],
             Node::Call(n) => vec![&n.next],
+            Node::Await(n) => vec![&n.next],
         }
     }
 }

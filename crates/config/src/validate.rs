@@ -25,6 +25,7 @@ pub(crate) struct Findings {
 
 pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
     let mut f = Findings::default();
+    crate::proxy::check(doc, &mut f);
     let servers: Vec<&str> = doc
         .get("mcpServers")
         .and_then(Value::as_object)
@@ -459,6 +460,18 @@ impl ToolCheck<'_> {
                 }
             }
             Node::Entry(_) | Node::Exit(_) => {}
+            Node::Await(a) => {
+                let schema_ptr = format!("{ptr}/inputSchema");
+                check_json_schema(&a.input_schema, &schema_ptr, "inputSchema", self.doc, f);
+                let mut found = Vec::new();
+                arg_exprs(&a.message, &format!("{ptr}/message"), &mut found);
+                if let Some(options) = &a.options {
+                    arg_exprs(options, &format!("{ptr}/options"), &mut found);
+                }
+                for (p, src) in found {
+                    self.jsonata(&p, src, &a.id, f);
+                }
+            }
         }
     }
 

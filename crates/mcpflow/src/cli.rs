@@ -33,6 +33,13 @@ enum Sub {
     Eval(EvalArgs),
     /// Print the JSON Schema of the config file format.
     Schema,
+    /// Talk to one remote MCP server (Streamable HTTP or legacy SSE): list or call its tools.
+    #[command(subcommand)]
+    Upstream(crate::upstream_cmd::UpstreamCmd),
+    /// Inspect stored runs: `list`, `show ID`, `stats`.
+    Runs(crate::runs_cmd::RunsArgs),
+    /// Inspect or cancel waiting sessions: `list`, `show ID`, `cancel ID`.
+    Sessions(crate::runs_cmd::SessionsArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -56,6 +63,12 @@ pub struct ServeArgs {
     /// by default, against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub allowed_hosts: Vec<String>,
+    #[command(flatten)]
+    pub state: crate::state::StateArgs,
+    /// This replica's name in run leases (stable across restarts: its own interrupted runs
+    /// are taken back at once). Default: host name and process id.
+    #[arg(long, value_name = "NAME")]
+    pub instance: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -70,6 +83,8 @@ pub struct RunArgs {
     /// An `mcp.json` whose `mcpServers` are merged in.
     #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
     pub mcp: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: crate::state::StateArgs,
     /// Print `{"result": …, "history": […]}` instead of the result alone.
     #[arg(long)]
     pub history: bool,
@@ -99,6 +114,9 @@ pub enum Command {
     Validate(ConfigArgs),
     Eval(EvalArgs),
     Schema,
+    Upstream(crate::upstream_cmd::UpstreamCmd),
+    Runs(crate::runs_cmd::RunsArgs),
+    Sessions(crate::runs_cmd::SessionsArgs),
 }
 
 impl Cli {
@@ -109,6 +127,9 @@ impl Cli {
             (Some(Sub::Validate(a)), _) => Ok(Command::Validate(a)),
             (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
             (Some(Sub::Schema), _) => Ok(Command::Schema),
+            (Some(Sub::Upstream(a)), _) => Ok(Command::Upstream(a)),
+            (Some(Sub::Runs(a)), _) => Ok(Command::Runs(a)),
+            (Some(Sub::Sessions(a)), _) => Ok(Command::Sessions(a)),
             (None, Some(config)) => Ok(Command::Serve(ServeArgs {
                 config: ConfigArgs {
                     config,
@@ -116,6 +137,8 @@ impl Cli {
                 },
                 http: None,
                 allowed_hosts: Vec::new(),
+                state: Default::default(),
+                instance: None,
             })),
             (None, None) => {
                 Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into())

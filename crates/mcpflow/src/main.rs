@@ -8,7 +8,10 @@ mod cli;
 mod eval;
 mod load;
 mod run;
+mod runs_cmd;
 mod serve;
+mod state;
+mod upstream_cmd;
 
 use std::process::ExitCode;
 
@@ -39,6 +42,9 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Validate(args) => load::validate(args),
             Command::Eval(args) => eval::eval(args),
+            Command::Upstream(command) => upstream_cmd::upstream(command).await,
+            Command::Runs(args) => runs_cmd::runs(args).await,
+            Command::Sessions(args) => runs_cmd::sessions(args).await,
             Command::Schema => {
                 println!(
                     "{}",

@@ -55,6 +55,18 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if let Err(e) = crate::state::attach(
+        &engine,
+        &loaded,
+        &args.state,
+        args.mcp.as_deref(),
+        crate::state::owner(None),
+    )
+    .await
+    {
+        eprintln!("mcpflow: {e}");
+        return ExitCode::FAILURE;
+    }
     let run = engine.run(&args.tool, input).await;
     engine.pool().shutdown().await;
     let code = match &run.result {

@@ -1,6 +1,10 @@
 use std::process::ExitCode;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use mcpflow_server::{GraphServer, HttpListener, HttpOptions};
+use mcpflow_upstream::UpstreamPool;
 
 use crate::cli::ServeArgs;
 use crate::load::load;
@@ -13,6 +17,13 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let pool = engine.pool().clone();
+    let upkeep = match crate::state::start(&engine, &loaded, &args).await {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let server = match GraphServer::new(&loaded.config, engine) {
         Ok(s) => s,
         Err(e) => {
@@ -20,6 +31,14 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Proxied tool names are checked against each other once the upstreams answer.
+    if let Some(proxy) = server.proxy()
+        && let Err(e) = proxy.check_names().await
+    {
+        eprintln!("{}: {e}", args.config.config.display());
+        pool.shutdown().await;
+        return ExitCode::from(2);
+    }
     let result = match args.http {
         None => {
             tracing::info!(
@@ -30,8 +49,16 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             );
             mcpflow_server::serve_stdio(server).await
         }
-        Some(addr) => serve_http(server, addr, args.allowed_hosts).await,
+        Some(addr) => {
+            let mut options = HttpOptions::from_config(loaded.config.http.as_ref());
+            options.allowed_hosts.extend(args.allowed_hosts);
+            options.readiness = Some(upstreams_answer(pool.clone()));
+            serve_http(server, addr, options).await
+        }
     };
+    if let Some(task) = upkeep {
+        task.abort();
+    }
     pool.shutdown().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,18 +72,47 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
 async fn serve_http(
     server: GraphServer,
     addr: std::net::SocketAddr,
-    allowed_hosts: Vec<String>,
+    options: HttpOptions,
 ) -> Result<(), mcpflow_server::ServerError> {
     let shutdown = shutdown_signal();
     let listener = HttpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     // On stderr, as a line a person or a script can read: stdout stays free.
     eprintln!("mcpflow: listening on http://{local}/mcp");
-    listener
-        .serve(server, HttpOptions { allowed_hosts }, shutdown)
-        .await?;
+    listener.serve(server, options, shutdown).await?;
     eprintln!("mcpflow: stopped");
     Ok(())
+}
+
+/// `/readyz`: every upstream answers (started or reconnected if needed) within 5 s.
+fn upstreams_answer(pool: UpstreamPool) -> mcpflow_server::ReadinessCheck {
+    const PATIENCE: Duration = Duration::from_secs(5);
+    Arc::new(move || {
+        let pool = pool.clone();
+        Box::pin(async move {
+            let names: Vec<String> = pool.servers().map(str::to_owned).collect();
+            let checks = names.iter().map(|name| {
+                let pool = &pool;
+                async move {
+                    match tokio::time::timeout(PATIENCE, pool.server_info(name)).await {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(e)) => Err(format!("upstream `{name}` unreachable: {e}")),
+                        Err(_) => Err(format!("upstream `{name}` did not answer within 5 s")),
+                    }
+                }
+            });
+            let failures: Vec<String> = futures::future::join_all(checks)
+                .await
+                .into_iter()
+                .filter_map(Result::err)
+                .collect();
+            if failures.is_empty() {
+                Ok(())
+            } else {
+                Err(failures.join("; "))
+            }
+        })
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM (a load balancer's stop), so in-flight calls can finish.

@@ -6,7 +6,7 @@ use mcpflow_engine::{Control, Engine, Event};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerConfig, Tool,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -29,6 +29,10 @@ struct Inner {
     engine: Engine,
     tools: Vec<Tool>,
     by_name: HashMap<String, ToolEntry>,
+    /// `NAME_continue`, `NAME_cancel` and `NAME_status` of the tools that can wait.
+    companions: HashMap<String, crate::session::Companion>,
+    /// Upstream tools, resources and prompts passed through (`proxy:`), with their hooks.
+    proxy: Option<Arc<crate::proxy::Proxy>>,
 }
 
 struct ToolEntry {
@@ -88,12 +92,17 @@ impl GraphServer {
                 },
             );
         }
+        let companions = crate::session::companions(&engine, &mut tools);
+        let hooks = crate::hooks::Hooks::new(&config.hooks, &engine)?;
+        let proxy = crate::proxy::Proxy::new(config, engine.pool().clone(), hooks)?;
         Ok(GraphServer {
             inner: Arc::new(Inner {
                 meta: config.server.clone(),
                 engine,
                 tools,
                 by_name,
+                companions,
+                proxy,
             }),
         })
     }
@@ -104,6 +113,15 @@ impl GraphServer {
 
     pub fn tools(&self) -> &[Tool] {
         &self.inner.tools
+    }
+
+    /// The pass-through side, when the config has `proxy:`.
+    pub fn proxy(&self) -> Option<&Arc<crate::proxy::Proxy>> {
+        self.inner.proxy.as_ref()
+    }
+
+    pub(crate) fn output_validator(&self, tool: &str) -> Option<&ArgsValidator> {
+        self.inner.by_name.get(tool).and_then(|e| e.output.as_ref())
     }
 
     /// Validates the arguments and runs the tool: the whole of `tools/call`, without transport.
@@ -124,6 +142,9 @@ impl GraphServer {
         options: &CallOptions,
     ) -> Result<CallToolResult, McpError> {
         let Some(entry) = self.inner.by_name.get(name) else {
+            if let Some(c) = self.inner.companions.get(name) {
+                return Ok(self.call_companion(name, c, arguments, options).await);
+            }
             let known: Vec<&str> = self.inner.tools.iter().map(|t| &*t.name).collect();
             return Err(McpError::invalid_params(
                 format!(
@@ -153,7 +174,8 @@ impl GraphServer {
         let runner = async {
             // Owning the sender here closes the channel when the run ends.
             let tx = tx;
-            let run = engine.run_observed(name, args, &control, tx.as_ref());
+            let ask = options.peer.clone().map(crate::session::asker);
+            let run = engine.run_asking(name, args, &control, tx.as_ref(), ask);
             tokio::pin!(run);
             match &options.cancel {
                 Some(ct) => tokio::select! {
@@ -178,6 +200,9 @@ impl GraphServer {
             }
             Err(e) => tracing::warn!(run = %run.id, tool = name, error = %e, "run failed"),
         }
+        if run.status == mcpflow_engine::RunStatus::Waiting {
+            return Ok(crate::session::waiting_result(&run));
+        }
         Ok(tool_result(&run, entry.output.as_ref()))
     }
 }
@@ -191,6 +216,8 @@ pub struct CallOptions {
     /// Where to send `notifications/progress`: one per finished node (progress = nodes
     /// finished so far, message = the node id) for the first 100, then at most ten a second.
     pub progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    /// The client, to ask it for input inline (await nodes with `mode: elicit` or `auto`).
+    pub peer: Option<Peer<RoleServer>>,
 }
 
 /// Every node's progress is reported for the first this many notifications…
@@ -198,7 +225,7 @@ const PROGRESS_EVERY_NODE: u32 = 100;
 /// …then at most one per this interval.
 const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
-async fn forward_progress(
+pub(crate) async fn forward_progress(
     mut rx: broadcast::Receiver<Event>,
     peer: &Peer<RoleServer>,
     token: &ProgressToken,
@@ -263,7 +290,7 @@ impl ServerHandler for GraphServer {
         let meta = &self.inner.meta;
         let mut implementation = Implementation::new(meta.name.clone(), meta.version.clone());
         implementation.title = Some(meta.display_title().to_owned());
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut info = ServerConfig::new(crate::proxy::capabilities(self.inner.proxy.as_deref()))
             .with_server_info(implementation);
         if let Some(instructions) = &meta.instructions {
             info = info.with_instructions(instructions.clone());
@@ -276,11 +303,22 @@ impl ServerHandler for GraphServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        let mut tools = self.inner.tools.clone();
+        if let Some(proxy) = &self.inner.proxy {
+            tools.extend(proxy.tools(&_context).await);
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.by_name.get(name).map(|e| e.tool.clone())
+        self.inner
+            .by_name
+            .get(name)
+            .map(|e| e.tool.clone())
+            .or_else(|| {
+                self.inner.companions.contains_key(name).then_some(())?;
+                self.inner.tools.iter().find(|t| t.name == name).cloned()
+            })
     }
 
     async fn call_tool(
@@ -294,8 +332,102 @@ impl ServerHandler for GraphServer {
                 .meta
                 .get_progress_token()
                 .map(|token| (context.peer.clone(), token)),
+            peer: Some(context.peer.clone()),
         };
+        if let Some(proxy) = &self.inner.proxy
+            && !self.inner.by_name.contains_key(&*request.name)
+            && !self.inner.companions.contains_key(&*request.name)
+            && let Some(exposed) = proxy.route(&request.name).await
+        {
+            return proxy
+                .call(&exposed, request.arguments, &context)
+                .await
+                .map(Into::into);
+        }
         self.call_with(&request.name, request.arguments, &options)
+            .await
+            .map(Into::into)
+    }
+    // Pass-through of proxied upstreams' resources and prompts (crate::proxy).
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(proxy) = &self.inner.proxy {
+            proxy.register_client(context.peer);
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        Ok(crate::proxy::list_resources(self.inner.proxy.as_deref()).await)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        Ok(crate::proxy::list_resource_templates(self.inner.proxy.as_deref()).await)
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        crate::proxy::read_resource(self.inner.proxy.as_deref(), request)
+            .await
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        crate::proxy::complete(self.inner.proxy.as_deref(), request).await
+    }
+
+    #[expect(deprecated, reason = "clients on 2025-11-25 still set a log level")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::proxy::set_level(self.inner.proxy.as_deref(), request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, true).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, false).await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Ok(crate::proxy::list_prompts(self.inner.proxy.as_deref()).await)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        crate::proxy::get_prompt(self.inner.proxy.as_deref(), request)
             .await
             .map(Into::into)
     }

@@ -13,13 +13,21 @@
 mod args;
 mod error;
 mod handler;
+mod hooks;
 mod http;
+mod http_guard;
+mod http_sessions;
+mod http_sse;
+mod proxy;
 mod result;
+mod session;
+mod session_call;
 
 pub use args::ArgsValidator;
 pub use error::ServerError;
 pub use handler::{CallOptions, GraphServer};
-pub use http::{HttpListener, HttpOptions};
+pub use http::{HttpLimits, HttpListener, HttpOptions, ReadinessCheck};
+pub use proxy::Proxy;
 pub use result::tool_result;
 
 /// Serves `server` on stdin/stdout until the client disconnects.
