@@ -132,6 +132,10 @@ pub enum Answer {
     Cancelled,
     /// It could not be asked (no capability, a schema elicitation cannot carry, a broken pipe).
     Failed(String),
+    /// It will be asked through the call's result (protocol 2026-07-28 "input required": no
+    /// server-to-client requests): the run suspends into a session, as in client mode, and
+    /// the server turns the wait into the question.
+    Deferred,
 }
 
 impl Executor<'_> {
@@ -194,37 +198,43 @@ impl Executor<'_> {
             AwaitMode::Elicit => true,
             AwaitMode::Auto => ask.can_elicit(),
         });
+        let mut deferred = false;
         if let Some(ask) = asker {
             let text = match &message {
                 Json::String(s) => s.clone(),
                 other => other.to_string(),
             };
             *input = Some(serde_json::json!({ "message": message }));
-            let answer = ask.ask(text, a.input_schema.clone());
-            return match answer.await {
-                Answer::Accepted(value) => match a.check(&value) {
-                    Ok(()) => Ok(Done::plain(Some(Value::from_json(value)), Some(a.next))),
-                    Err(errors) => Err(RunError::new(
+            match ask.ask(text, a.input_schema.clone()).await {
+                Answer::Accepted(value) => {
+                    return match a.check(&value) {
+                        Ok(()) => Ok(Done::plain(Some(Value::from_json(value)), Some(a.next))),
+                        Err(errors) => Err(RunError::new(
+                            RunErrorKind::Declined,
+                            Some(id),
+                            format!(
+                                "the client's answer does not match the node's inputSchema: {}",
+                                errors.join("; ")
+                            ),
+                        )
+                        .into()),
+                    };
+                }
+                Answer::Declined => return Err(declined(id, "declined")),
+                Answer::Cancelled => return Err(declined(id, "cancelled")),
+                Answer::Failed(why) => {
+                    return Err(RunError::new(
                         RunErrorKind::Declined,
                         Some(id),
-                        format!(
-                            "the client's answer does not match the node's inputSchema: {}",
-                            errors.join("; ")
-                        ),
+                        format!("could not ask the client for input (mode: elicit): {why}"),
                     )
-                    .into()),
-                },
-                Answer::Declined => Err(declined(id, "declined")),
-                Answer::Cancelled => Err(declined(id, "cancelled")),
-                Answer::Failed(why) => Err(RunError::new(
-                    RunErrorKind::Declined,
-                    Some(id),
-                    format!("could not ask the client for input (mode: elicit): {why}"),
-                )
-                .into()),
-            };
+                    .into());
+                }
+                // Asked through the call's result: wait as a session.
+                Answer::Deferred => deferred = true,
+            }
         }
-        if a.mode == AwaitMode::Elicit {
+        if a.mode == AwaitMode::Elicit && !deferred {
             return Err(RunError::new(
                 RunErrorKind::Declined,
                 Some(id),

@@ -1,7 +1,9 @@
 //! `mode: auto` await nodes: a client that declared elicitation is asked inline (the call
-//! answers the result at once); one that did not gets a session to continue.
+//! answers the result at once); one that did not gets a session to continue. In the
+//! 2026-07-28 era the question comes back as an "input required" result instead.
 
 mod common;
+mod http_common;
 mod sessions_support;
 
 use std::process::Stdio;
@@ -95,4 +97,111 @@ async fn auto_mode_elicits_when_the_client_can_and_waits_otherwise() {
     let done = structured(&cont(&plain, "approve", &id, json!({"ok": false})).await);
     assert_eq!(done, json!({"n": 8, "ok": false}));
     plain.cancel().await.ok();
+}
+
+/// A `tools/call` of the 2026-07-28 era (no `initialize`, everything in `_meta`), as raw
+/// JSON-RPC over HTTP; returns the JSON-RPC `result`.
+async fn stateless_call(http: &reqwest::Client, url: &str, id: u64, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "stateless-test", "version": "0.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let response = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "approve")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("tools/call sent");
+    let text = response.text().await.expect("response body");
+    let message = http_common::message(&text);
+    assert!(message.get("error").is_none(), "JSON-RPC error: {text}");
+    message["result"].clone()
+}
+
+#[tokio::test]
+async fn stateless_clients_are_asked_through_an_input_required_result() {
+    let store = TestStore::sqlite();
+    let config = store.config(CONFIG);
+    let server = http_common::start(&config, &["--store", &store.url]);
+    let http = reqwest::Client::new();
+    let url = server.url.as_str();
+
+    let asked = stateless_call(
+        &http,
+        url,
+        1,
+        json!({"name": "approve", "arguments": {"n": 7}}),
+    )
+    .await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let request = &asked["inputRequests"]["input"];
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert_eq!(request["params"]["message"], "Approve order 7?", "{asked}");
+    assert_eq!(
+        request["params"]["requestedSchema"]["properties"]["ok"]["type"], "boolean",
+        "{asked}"
+    );
+    let state = asked["requestState"]
+        .as_str()
+        .expect("a requestState to echo")
+        .to_owned();
+
+    // An answer that fails the inputSchema: a clear error, and the session still waits.
+    let rejected = stateless_call(
+        &http,
+        url,
+        2,
+        json!({"name": "approve", "arguments": {"n": 7}, "requestState": state,
+               "inputResponses": {"input": {"action": "accept", "content": {"ok": "yes"}}}}),
+    )
+    .await;
+    assert_eq!(rejected["isError"], true, "{rejected}");
+    let why = rejected["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("inputSchema") && why.contains("ok"),
+        "the error says what is wrong: {rejected}"
+    );
+
+    // Retried with nothing answered: asked again, for the same session.
+    let again = stateless_call(
+        &http,
+        url,
+        3,
+        json!({"name": "approve", "arguments": {"n": 7}, "requestState": state}),
+    )
+    .await;
+    assert_eq!(again["resultType"], "input_required", "{again}");
+    assert_eq!(again["requestState"], state.as_str(), "{again}");
+
+    let done = stateless_call(
+        &http,
+        url,
+        4,
+        json!({"name": "approve", "arguments": {"n": 7}, "requestState": state,
+               "inputResponses": {"input": {"action": "accept", "content": {"ok": true}}}}),
+    )
+    .await;
+    assert_eq!(
+        done["structuredContent"],
+        json!({"n": 7, "ok": true}),
+        "{done}"
+    );
+
+    // The session is finished: the same requestState cannot continue it twice.
+    let replay = stateless_call(
+        &http,
+        url,
+        5,
+        json!({"name": "approve", "arguments": {"n": 7}, "requestState": state,
+               "inputResponses": {"input": {"action": "accept", "content": {"ok": true}}}}),
+    )
+    .await;
+    assert_eq!(replay["isError"], true, "{replay}");
 }

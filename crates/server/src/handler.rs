@@ -174,7 +174,7 @@ impl GraphServer {
         let runner = async {
             // Owning the sender here closes the channel when the run ends.
             let tx = tx;
-            let ask = options.peer.clone().map(crate::session::asker);
+            let ask = options.asker();
             let run = engine.run_asking(name, args, &control, tx.as_ref(), ask);
             tokio::pin!(run);
             match &options.cancel {
@@ -218,6 +218,8 @@ pub struct CallOptions {
     pub progress: Option<(Peer<RoleServer>, ProgressToken)>,
     /// The client, to ask it for input inline (await nodes with `mode: elicit` or `auto`).
     pub peer: Option<Peer<RoleServer>>,
+    /// A 2026-07-28 request: await nodes ask through an "input required" result instead.
+    pub(crate) deferred: Option<Arc<crate::session_input::DeferredAsk>>,
 }
 
 /// Every node's progress is reported for the first this many notifications…
@@ -333,6 +335,7 @@ impl ServerHandler for GraphServer {
                 .get_progress_token()
                 .map(|token| (context.peer.clone(), token)),
             peer: Some(context.peer.clone()),
+            deferred: crate::session_input::deferred_ask(&context),
         };
         if let Some(proxy) = &self.inner.proxy
             && !self.inner.by_name.contains_key(&*request.name)
@@ -344,9 +347,16 @@ impl ServerHandler for GraphServer {
                 .await
                 .map(Into::into);
         }
-        self.call_with(&request.name, request.arguments, &options)
-            .await
-            .map(Into::into)
+        if let Some(response) = self.resume(&request, &options).await {
+            return Ok(response);
+        }
+        let result = self
+            .call_with(&request.name, request.arguments, &options)
+            .await?;
+        Ok(crate::session_input::respond(
+            result,
+            options.deferred.as_deref(),
+        ))
     }
     // Pass-through of proxied upstreams' resources and prompts (crate::proxy).
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {

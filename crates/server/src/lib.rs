@@ -22,6 +22,7 @@ mod proxy;
 mod result;
 mod session;
 mod session_call;
+mod session_input;
 
 pub use args::ArgsValidator;
 pub use error::ServerError;

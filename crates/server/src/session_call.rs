@@ -37,7 +37,7 @@ impl GraphServer {
         };
         let runner = async {
             let tx = tx;
-            let ask = options.peer.clone().map(session::asker);
+            let ask = options.asker();
             let run = engine.continue_session(
                 &c.tool,
                 &args.session_id,
