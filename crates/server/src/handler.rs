@@ -163,37 +163,14 @@ impl GraphServer {
             ))]));
         }
         let control = Control::new();
-        let (tx, rx) = match &options.progress {
-            Some(_) => {
-                let (tx, rx) = broadcast::channel(1024);
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
         let engine = &self.inner.engine;
-        let runner = async {
-            // Owning the sender here closes the channel when the run ends.
-            let tx = tx;
-            let ask = options.asker();
-            let run = engine.run_asking(name, args, &control, tx.as_ref(), ask);
-            tokio::pin!(run);
-            match &options.cancel {
-                Some(ct) => tokio::select! {
-                    run = &mut run => run,
-                    () = ct.cancelled() => {
-                        control.cancel();
-                        run.await
-                    }
-                },
-                None => run.await,
-            }
-        };
-        let report = async {
-            if let (Some((peer, token)), Some(rx)) = (&options.progress, rx) {
-                forward_progress(rx, peer, token).await;
-            }
-        };
-        let (run, ()) = tokio::join!(runner, report);
+        let ask = options.asker();
+        let ctl = &control;
+        let run = options
+            .drive(ctl, |tx| async move {
+                engine.run_asking(name, args, ctl, tx.as_ref(), ask).await
+            })
+            .await;
         match &run.result {
             Ok(_) => {
                 tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run succeeded")
@@ -220,6 +197,50 @@ pub struct CallOptions {
     pub peer: Option<Peer<RoleServer>>,
     /// A 2026-07-28 request: await nodes ask through an "input required" result instead.
     pub(crate) deferred: Option<Arc<crate::session_input::DeferredAsk>>,
+}
+
+impl CallOptions {
+    /// Drives a run (started by `start` with the progress sender, if the client asked for
+    /// progress) under this call's cancellation, forwarding its events as progress
+    /// notifications until it ends. The sender lives inside the run's future, so the channel
+    /// closes, and forwarding stops, when the run does.
+    pub(crate) async fn drive<T, Fut>(
+        &self,
+        control: &Control,
+        start: impl FnOnce(Option<broadcast::Sender<Event>>) -> Fut,
+    ) -> T
+    where
+        Fut: Future<Output = T>,
+    {
+        let (tx, rx) = match &self.progress {
+            Some(_) => {
+                let (tx, rx) = broadcast::channel(1024);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let runner = async {
+            let run = start(tx);
+            tokio::pin!(run);
+            match &self.cancel {
+                Some(ct) => tokio::select! {
+                    run = &mut run => run,
+                    () = ct.cancelled() => {
+                        control.cancel();
+                        run.await
+                    }
+                },
+                None => run.await,
+            }
+        };
+        let report = async {
+            if let (Some((peer, token)), Some(rx)) = (&self.progress, rx) {
+                forward_progress(rx, peer, token).await;
+            }
+        };
+        let (run, ()) = tokio::join!(runner, report);
+        run
+    }
 }
 
 /// Every node's progress is reported for the first this many notifications…

@@ -4,9 +4,8 @@
 use mcpflow_engine::{Control, RunStatus};
 use rmcp::model::CallToolResult;
 use serde_json::Value;
-use tokio::sync::broadcast;
 
-use crate::handler::{CallOptions, GraphServer, forward_progress};
+use crate::handler::{CallOptions, GraphServer};
 use crate::result::tool_result;
 use crate::session::{self, Companion, CompanionKind};
 
@@ -28,42 +27,15 @@ impl GraphServer {
         }
         let input = args.input.unwrap_or(Value::Null);
         let control = Control::new();
-        let (tx, rx) = match &options.progress {
-            Some(_) => {
-                let (tx, rx) = broadcast::channel(1024);
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
-        let runner = async {
-            let tx = tx;
-            let ask = options.asker();
-            let run = engine.continue_session(
-                &c.tool,
-                &args.session_id,
-                input,
-                &control,
-                tx.as_ref(),
-                ask,
-            );
-            tokio::pin!(run);
-            match &options.cancel {
-                Some(ct) => tokio::select! {
-                    run = &mut run => run,
-                    () = ct.cancelled() => {
-                        control.cancel();
-                        run.await
-                    }
-                },
-                None => run.await,
-            }
-        };
-        let report = async {
-            if let (Some((peer, token)), Some(rx)) = (&options.progress, rx) {
-                forward_progress(rx, peer, token).await;
-            }
-        };
-        let (run, ()) = tokio::join!(runner, report);
+        let ask = options.asker();
+        let (ctl, tool, session_id) = (&control, &c.tool, &args.session_id);
+        let run = options
+            .drive(ctl, |tx| async move {
+                engine
+                    .continue_session(tool, session_id, input, ctl, tx.as_ref(), ask)
+                    .await
+            })
+            .await;
         let run = match run {
             Ok(run) => run,
             Err(e) => {

@@ -538,10 +538,11 @@ async fn handshake_failure(error: &ClientInitializeError, process: &ChildProcess
     }
 }
 
-/// Sends `notifications/cancelled` for a request whose answer nobody will read any more.
-struct CancelOnDrop<'a> {
-    peer: &'a Peer<RoleClient>,
-    id: Option<RequestId>,
+/// Sends `notifications/cancelled` for a request whose answer nobody will read any more (the
+/// caller cancelled or timed out); clear `id` once the answer arrived.
+pub(crate) struct CancelOnDrop<'a> {
+    pub(crate) peer: &'a Peer<RoleClient>,
+    pub(crate) id: Option<RequestId>,
 }
 
 impl Drop for CancelOnDrop<'_> {

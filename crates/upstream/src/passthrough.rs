@@ -4,15 +4,12 @@
 //! Unlike the rest of the crate this speaks rmcp's types: a gateway must not lose what it does
 //! not understand, so the request and the answer stay in MCP's own shape.
 
-use rmcp::RoleClient;
-use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientNotification, ClientRequest,
-    RequestId, ServerResult, Tool,
-};
-use rmcp::service::{Peer, PeerRequestOptions};
+use rmcp::model::{ClientRequest, ServerResult, Tool};
+use rmcp::service::PeerRequestOptions;
 
 use super::Upstream;
 use crate::client::ProgressSink;
+use crate::connection::CancelOnDrop;
 use crate::error::UpstreamError;
 use crate::pool::UpstreamPool;
 
@@ -71,31 +68,5 @@ impl Upstream {
             .await;
         self.note(&result);
         result
-    }
-}
-
-/// Sends `notifications/cancelled` for a forwarded request whose answer nobody will read: the
-/// client cancelled it, or it timed out.
-struct CancelOnDrop<'a> {
-    peer: &'a Peer<RoleClient>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop<'_> {
-    fn drop(&mut self) {
-        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let peer = self.peer.clone();
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(id),
-            Some("cancelled by the client".to_owned()),
-        ));
-        runtime.spawn(async move {
-            let _ = peer
-                .send_notification(ClientNotification::CancelledNotification(notification))
-                .await;
-        });
     }
 }
