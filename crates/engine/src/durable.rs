@@ -194,6 +194,34 @@ fn store_error(history: &History, e: &StoreError) -> RunError {
     )
 }
 
+impl Durability {
+    /// Records a finished run of a tool that can neither wait nor resume: once, at its end,
+    /// in the background, so the caller's answer never waits on the store (DESIGN's
+    /// durability shape). A store that fails costs only this run's record, logged.
+    pub(crate) fn save_plain(&self, graph: &Graph, args: Json, started_at: i64, run: &Run) {
+        let new = NewRun {
+            id: run.id.to_string(),
+            tool: graph.name().to_owned(),
+            config_version: self.config_version.clone(),
+            args,
+            started_at,
+            resumable: false,
+        };
+        let rows: Vec<RecordRow> = run.history.records().iter().map(to_row).collect();
+        let end = match (&run.status, &run.result) {
+            (_, Ok(v)) => RunEnd::Succeeded(v.to_json()),
+            (RunStatus::Cancelled, _) => RunEnd::Cancelled,
+            (_, Err(e)) => RunEnd::Failed(error_json(e)),
+        };
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.save_finished_run(&new, &rows, &end, now_ms()).await {
+                tracing::warn!(run = %new.id, tool = %new.tool, error = %e, "the finished run could not be recorded");
+            }
+        });
+    }
+}
+
 fn to_row(r: &Record) -> RecordRow {
     RecordRow {
         index: r.index as i64,

@@ -238,6 +238,11 @@ impl Engine {
             depth: 0,
             deadline: graph.timeout.map(|t| shared.started + t),
         };
+        // Plain runs are recorded at their end when a store is attached; the arguments are
+        // kept for that only then.
+        let saved_args = self
+            .durability()
+            .map(|_| (args.clone(), mcpflow_store::now_ms()));
         let (result, history) = exec.execute(args).await;
         let status = match &result {
             Ok(_) => RunStatus::Succeeded,
@@ -250,13 +255,17 @@ impl Engine {
         if let Some(tx) = events {
             let _ = tx.send(Event::RunFinished { status });
         }
-        Run {
+        let run = Run {
             id,
             tool,
             status,
             result,
             history,
+        };
+        if let (Some(durability), Some((args, started_at))) = (self.durability(), saved_args) {
+            durability.save_plain(graph, args, started_at, &run);
         }
+        run
     }
 
     /// Starts `tool` in the background under `options.control`.

@@ -31,6 +31,12 @@ tools:
         next: total
       - { id: total, type: transform, transform: { expr: "{'total': $.sum * $.second.b, 'seen': $count($.first)}" }, next: end }
       - { id: end, type: exit }
+  - name: plain
+    inputSchema: { type: object }
+    nodes:
+      - { id: start, type: entry, next: double }
+      - { id: double, type: transform, transform: { expr: "$.start.n * 2" }, next: end }
+      - { id: end, type: exit }
   - name: steps
     resumable: true
     inputSchema: { type: object }
@@ -208,4 +214,30 @@ async fn an_interrupted_resumable_run_restarts_from_its_last_committed_node() {
         ["start", "one", "two", "end"],
         "history kept, then continued"
     );
+}
+
+#[tokio::test]
+async fn a_run_that_cannot_wait_is_recorded_once_it_ended() {
+    let (_dir, store) = sqlite().await;
+    let engine = durable_engine(&store, "a").await;
+    let run = engine.run("plain", json!({"n": 21})).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    assert_eq!(run.output().expect("result").to_json(), json!(42));
+    // Written in the background after the answer: wait for it, bounded.
+    let mut stored = None;
+    for _ in 0..500 {
+        if let Ok(r) = store.get_run(&run.id).await {
+            stored = Some(r);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let stored = stored.expect("the finished run reaches the store");
+    assert_eq!(stored.summary.status, Stored::Succeeded);
+    assert_eq!(stored.summary.tool, "plain");
+    assert_eq!(stored.args, json!({"n": 21}));
+    let records = store.get_records(&run.id).await.expect("records");
+    let nodes: Vec<&str> = records.iter().map(|r| r.node_id.as_str()).collect();
+    assert_eq!(nodes, ["start", "double", "end"]);
+    assert_eq!(records[1].output, Some(json!(42)));
 }

@@ -213,6 +213,9 @@ async fn fail_fast_cancels_the_other_branches_when_one_crashes() {
             .replace("MODE", "failFast")
             .replace("SLOW", "60000"),
     );
+    // Start `fx` first: on a loaded machine a cold `fx` could still be starting when `fx2`
+    // crashes, and a request never sent has nothing to cancel.
+    assert_eq!(wait_cancellations(&e, "fx", 0).await, 0);
     let run = e.run("par", json!({})).await;
     let err = run.result.as_ref().unwrap_err();
     assert_eq!(err.kind, RunErrorKind::Upstream);
