@@ -29,6 +29,8 @@
 //!   and every mcp `server` defined, the exit reachable from the entry (unreachable nodes are
 //!   warnings), tool schemas that compile, and the syntax of every JSONata expression and JSON
 //!   Logic rule;
+//! - `script` nodes: `file:` scripts read (relative to the config), every script compiled in the
+//!   sandbox, so JavaScript syntax errors point at their line and column;
 //! - the resilience extensions: `retry` only on `mcp`/`call` nodes, every branch, body and
 //!   `onError` target defined, every `parallel` branch reaching its join and every `foreach`
 //!   body routing back to its `foreach` (never into the exit), `call` targets defined and free
@@ -47,6 +49,7 @@ pub mod model;
 mod place;
 pub mod proxy;
 mod schema;
+pub mod script;
 pub mod session;
 mod source;
 mod structure;
@@ -58,6 +61,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use load::{Loaded, Loader, load, load_str, node_pointer};
 pub use model::*;
 pub use schema::schema;
+pub use script::{ScriptFile, ScriptInput, ScriptLimits, ScriptNode};
 pub use session::{AwaitMode, AwaitNode, SessionsConfig};
 pub use source::{SourceMap, SourcePos};
 pub use yaml::{MAX_ALIAS_REPLAY, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES};

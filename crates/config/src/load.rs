@@ -163,6 +163,7 @@ impl<'a> Loader<'a> {
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
         let findings = validate::check(&doc, &sources);
         problems.extend(findings.errors);
+        let scripts = crate::script::check(&doc, &mut sources, dir, &mut problems);
         let warnings = resolve_all(&sources, findings.warnings);
         if !problems.is_empty() {
             return Err(ConfigErrors {
@@ -170,10 +171,11 @@ impl<'a> Loader<'a> {
                 warnings,
             });
         }
-        let config: Config = serde_json::from_value(doc).map_err(|e| ConfigErrors {
+        let mut config: Config = serde_json::from_value(doc).map_err(|e| ConfigErrors {
             errors: vec![sources.resolve(Problem::new("", format!("invalid config: {e}")))],
             warnings: warnings.clone(),
         })?;
+        crate::script::attach(&mut config, scripts);
         Ok(Loaded {
             config,
             path,

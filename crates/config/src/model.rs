@@ -233,6 +233,8 @@ pub enum Node {
     Call(CallNode),
     /// Suspends the run until the client sends input (a durable session).
     Await(crate::session::AwaitNode),
+    /// Runs a sandboxed JavaScript function: its input in, its return value out.
+    Script(crate::script::ScriptNode),
 }
 
 /// Options every node accepts (mcpflow extensions).
@@ -502,6 +504,7 @@ impl Node {
             Node::Foreach(n) => &n.id,
             Node::Call(n) => &n.id,
             Node::Await(n) => &n.id,
+            Node::Script(n) => &n.id,
         }
     }
 
@@ -516,6 +519,7 @@ impl Node {
             Node::Foreach(n) => &n.options,
             Node::Call(n) => &n.options,
             Node::Await(n) => &n.node_options,
+            Node::Script(n) => &n.options,
         }
     }
 
@@ -531,6 +535,7 @@ impl Node {
             Node::Foreach(_) => "foreach",
             Node::Call(_) => "call",
             Node::Await(_) => "await",
+            Node::Script(_) => "script",
         }
     }
 
@@ -564,6 +569,7 @@ impl Node {
             Node::Foreach(n) => vec![&n.next],
             Node::Call(n) => vec![&n.next],
             Node::Await(n) => vec![&n.next],
+            Node::Script(n) => vec![&n.next],
         }
     }
 }

@@ -460,6 +460,12 @@ impl ToolCheck<'_> {
                 }
             }
             Node::Entry(_) | Node::Exit(_) => {}
+            Node::Script(s) => {
+                // The script itself is compiled by `crate::script`, which reads `file:` too.
+                if let Some(input) = &s.input {
+                    self.jsonata(&format!("{ptr}/input/expr"), &input.expr, &s.id, f);
+                }
+            }
             Node::Await(a) => {
                 let schema_ptr = format!("{ptr}/inputSchema");
                 check_json_schema(&a.input_schema, &schema_ptr, "inputSchema", self.doc, f);

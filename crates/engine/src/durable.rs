@@ -2,7 +2,7 @@
 //!
 //! What cannot be recomputed is committed before the next node starts: the arguments (with the
 //! run), every upstream or sub-run result, every input a client sent. Pure nodes (entry,
-//! transform, switch, exit) are buffered and written with the next impure step, or at the
+//! transform, switch, script, exit) are buffered and written with the next impure step, or at the
 //! end: after a crash they are simply computed again. A suspended run keeps all its records,
 //! so a continue restores the history and context from the store and goes on at the await
 //! node's `next` without re-running anything.
@@ -163,6 +163,7 @@ impl Executor<'_> {
             StepKind::Entry { .. }
                 | StepKind::Transform { .. }
                 | StepKind::Switch { .. }
+                | StepKind::Script(_)
                 | StepKind::Exit
         );
         let Some(durable) = self.shared.durable else {
@@ -284,6 +285,7 @@ fn restore(rows: Vec<RecordRow>) -> Frame<'static> {
             attempts: None,
             parent,
             sub_history: None,
+            logs: None,
         });
     }
     frame

@@ -86,13 +86,19 @@ impl RunHandle {
 impl Engine {
     /// Compiles every tool of `config`.
     pub fn new(config: &Config, pool: UpstreamPool) -> Result<Engine, CompileError> {
+        // Started on the first script node; its workers live as long as the compiled scripts.
+        let mut sandboxes = crate::script_node::Sandboxes::default();
         let graphs = config
             .tools
             .iter()
             .map(|t| {
                 Ok((
                     t.name.clone(),
-                    Arc::new(Graph::compile(t, config.execution_limits.as_ref())?),
+                    Arc::new(Graph::compile_with(
+                        t,
+                        config.execution_limits.as_ref(),
+                        &mut sandboxes,
+                    )?),
                 ))
             })
             .collect::<Result<_, CompileError>>()?;

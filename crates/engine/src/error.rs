@@ -50,6 +50,9 @@ pub enum RunErrorKind {
     Declined,
     /// The store could not record a step: the run stops rather than go on unrecorded.
     Store,
+    /// A script node's JavaScript threw, spent its CPU or memory budget, overflowed its stack,
+    /// never settled its promise or returned something that is not JSON.
+    Script,
 }
 
 impl RunErrorKind {
@@ -66,6 +69,7 @@ impl RunErrorKind {
             RunErrorKind::Suspended => "suspended",
             RunErrorKind::Declined => "declined",
             RunErrorKind::Store => "store",
+            RunErrorKind::Script => "script",
         }
     }
 

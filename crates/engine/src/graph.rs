@@ -6,6 +6,7 @@ use mcpflow_config::{ExecutionLimits, ForeachNode, Node, ParallelMode, Retry, To
 use mcpflow_expr::{Jsonata, Logic, Template};
 
 use crate::error::CompileError;
+use crate::script_node::{Sandboxes, ScriptStep};
 
 /// A tool's graph, compiled: node ids resolved to indices, every expression parsed once.
 #[derive(Debug)]
@@ -73,6 +74,7 @@ pub(crate) enum StepKind {
         next: usize,
     },
     Await(Box<crate::await_node::AwaitStep>),
+    Script(Box<crate::script_node::ScriptStep>),
 }
 
 impl StepKind {
@@ -87,6 +89,7 @@ impl StepKind {
             StepKind::Foreach { .. } => "foreach",
             StepKind::Call { .. } => "call",
             StepKind::Await(_) => "await",
+            StepKind::Script(_) => "script",
         }
     }
 
@@ -99,6 +102,7 @@ impl StepKind {
             | StepKind::Foreach { next, .. }
             | StepKind::Call { next, .. } => Some(*next),
             StepKind::Await(a) => Some(a.next),
+            StepKind::Script(s) => Some(s.next),
             StepKind::Switch { default, .. } => Some(*default),
             StepKind::Parallel { join, .. } => Some(*join),
             StepKind::Exit => None,
@@ -110,6 +114,15 @@ impl Graph {
     pub fn compile(
         tool: &ToolDef,
         limits: Option<&ExecutionLimits>,
+    ) -> Result<Graph, CompileError> {
+        Self::compile_with(tool, limits, &mut Sandboxes::default())
+    }
+
+    /// [`Graph::compile`] with script nodes run by `sandboxes` (shared by an engine's tools).
+    pub(crate) fn compile_with(
+        tool: &ToolDef,
+        limits: Option<&ExecutionLimits>,
+        sandboxes: &mut Sandboxes,
     ) -> Result<Graph, CompileError> {
         let err = |node: &str, message: String| CompileError {
             tool: tool.name.clone(),
@@ -193,6 +206,10 @@ impl Graph {
                 },
                 Node::Await(n) => StepKind::Await(Box::new(
                     crate::await_node::AwaitStep::compile(n, resolve(id, &n.next)?)
+                        .map_err(|m| err(id, m))?,
+                )),
+                Node::Script(n) => StepKind::Script(Box::new(
+                    ScriptStep::compile(n, &tool.name, resolve(id, &n.next)?, sandboxes)
                         .map_err(|m| err(id, m))?,
                 )),
             };

@@ -17,8 +17,9 @@ pub struct Record {
     pub start_time: f64,
     pub end_time: f64,
     pub duration_ms: f64,
-    /// What an mcp node sent (its rendered arguments); absent for other nodes, whose
-    /// input is the context, recoverable with [`History::context_at`].
+    /// What an mcp or call node sent (its rendered arguments), or what a script node with an
+    /// `input` expression was called with; absent for other nodes, whose input is the
+    /// context, recoverable with [`History::context_at`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<serde_json::Value>,
     /// `None` is JSONata's undefined (also for a failed node).
@@ -35,6 +36,9 @@ pub struct Record {
     /// A `call` node's sub-run: the called tool's own records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sub_history: Option<Arc<History>>,
+    /// What a script node wrote with `console.*` (`warn: …` for levels other than `log`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logs: Option<Vec<String>>,
 }
 
 /// Where a record of concurrent work belongs.
@@ -131,6 +135,7 @@ impl History {
             attempts: None,
             parent: None,
             sub_history: None,
+            logs: None,
         });
         let last = self.records.len() - 1;
         &mut self.records[last]

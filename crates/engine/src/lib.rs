@@ -18,7 +18,9 @@
 //! tool errors are retried), `onError` and `optional` (the failure becomes the node's output,
 //! `{message, code, nodeId, kind, attempts}`). `parallel` runs branches concurrently,
 //! `foreach` maps a body over an array with a concurrency limit, `call` runs another tool as a
-//! sub-run. A branch or item runs on a fork of the history and context (the branch-local
+//! sub-run; `script` runs a JavaScript function in `mcpflow_sandbox` (one sandbox per engine,
+//! started on the first script node; a throw, a spent CPU or memory budget fails only the
+//! node). A branch or item runs on a fork of the history and context (the branch-local
 //! view); its records are appended to the run's history when the node ends, each with its
 //! [`Parent`]. [`Control::cancel`] stops a run on the client's behalf ([`RunStatus::Cancelled`]);
 //! dropped upstream calls are cancelled at the upstream.
@@ -39,6 +41,7 @@ mod history;
 mod output;
 mod resilience;
 mod run;
+mod script_node;
 
 pub use await_node::{Answer, Ask, Suspension};
 pub use control::{Control, DebugState};

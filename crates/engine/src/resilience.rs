@@ -50,8 +50,15 @@ pub(crate) fn error_json(err: &RunError) -> Json {
     m.insert("code".into(), json!(err.code));
     m.insert("nodeId".into(), json!(err.node_id));
     m.insert("kind".into(), json!(err.kind.as_str()));
-    if let Some(d) = &err.details {
-        m.insert("errors".into(), (**d).clone());
+    match (err.kind, err.details.as_deref()) {
+        // A script's details (`thrown`, `stack`, `logs`) sit beside the message.
+        (RunErrorKind::Script, Some(Json::Object(extra))) => {
+            m.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        (_, Some(d)) => {
+            m.insert("errors".into(), d.clone());
+        }
+        (_, None) => {}
     }
     Json::Object(m)
 }

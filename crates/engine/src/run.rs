@@ -80,6 +80,8 @@ pub(crate) struct Done {
     /// Records of the node's branches or items, in the order they are appended.
     pub children: Vec<Record>,
     pub sub_history: Option<Arc<History>>,
+    /// A script node's console lines.
+    pub logs: Option<Vec<String>>,
 }
 
 /// A failed attempt, with the records its branches or items made before it failed.
@@ -108,6 +110,7 @@ impl Done {
             input: None,
             children: Vec::new(),
             sub_history: None,
+            logs: None,
         }
     }
 }
@@ -212,6 +215,7 @@ impl<'a> Executor<'a> {
                         );
                         record.attempts = attempts;
                         record.sub_history = done.sub_history;
+                        record.logs = done.logs;
                         let record = &*record;
                         self.emit(|| Event::NodeFinished {
                             record: Box::new(record.clone()),
@@ -457,6 +461,21 @@ impl<'a> Executor<'a> {
                 Ok(Done::plain(out, Some(*next)))
             }
             StepKind::Await(_) => self.await_node(frame, at, input).await,
+            StepKind::Script(script) => {
+                let (argument, shaped) = script.argument(&scope(), id)?;
+                let result = self.script(id, script, &argument).await;
+                let recorded = shaped.then_some(argument);
+                match result {
+                    Ok(mut done) => {
+                        done.input = recorded;
+                        Ok(done)
+                    }
+                    Err(failure) => {
+                        *input = recorded;
+                        Err(failure)
+                    }
+                }
+            }
             StepKind::Call {
                 tool,
                 args: template,

@@ -72,23 +72,41 @@ pub async fn open(url: &str) -> Result<Arc<dyn Store>, String> {
 }
 
 /// A stable fingerprint of the config files: runs are pinned to it. FNV-1a (128 bits) over
-/// the config file and the mcp.json, as read: no secret is interpolated into it.
-pub fn config_version(config: &Path, mcp: Option<&Path>) -> (String, String) {
+/// the config file, the mcp.json and the `file:` scripts of script nodes (as loaded), as read:
+/// no secret is interpolated into it. A changed script file is a changed config: a waiting run
+/// must not resume into different code.
+pub fn config_version(config: &Path, mcp: Option<&Path>, scripts: &[&str]) -> (String, String) {
     let source = std::fs::read_to_string(config).unwrap_or_default();
     let mcp_source = mcp
         .and_then(|p| std::fs::read_to_string(p).ok())
         .unwrap_or_default();
     let mut hash: u128 = 0x6c62272e07bb014262b821756295c58d;
-    for b in source
-        .as_bytes()
-        .iter()
-        .chain([0u8].iter())
-        .chain(mcp_source.as_bytes())
-    {
-        hash ^= u128::from(*b);
-        hash = hash.wrapping_mul(0x0000000001000000000000000000013B);
+    let parts = [source.as_str(), mcp_source.as_str()]
+        .into_iter()
+        .chain(scripts.iter().copied());
+    for (i, part) in parts.enumerate() {
+        // A separator between parts, so moving text from one file to the next changes the hash.
+        let separator: &[u8] = if i == 0 { &[] } else { &[0u8] };
+        for b in separator.iter().chain(part.as_bytes()) {
+            hash ^= u128::from(*b);
+            hash = hash.wrapping_mul(0x0000000001000000000000000000013B);
+        }
     }
     (format!("fnv128:{hash:032x}"), source)
+}
+
+/// The texts of every `file:` script the config loaded, in config order.
+fn script_files(config: &mcpflow_config::Config) -> Vec<&str> {
+    config
+        .tools
+        .iter()
+        .flat_map(|tool| tool.nodes.iter())
+        .filter_map(|node| match node {
+            mcpflow_config::Node::Script(script) => script.loaded.as_ref(),
+            _ => None,
+        })
+        .map(|file| file.text.as_str())
+        .collect()
 }
 
 /// Whether a config needs a store: a tool can wait or is resumable.
@@ -114,7 +132,7 @@ pub async fn attach(
         return Ok(None);
     };
     let store = open(&url).await?;
-    let (version, source) = config_version(&loaded.path, mcp);
+    let (version, source) = config_version(&loaded.path, mcp, &script_files(&loaded.config));
     store
         .save_config(&version, &source, now_ms())
         .await
@@ -238,4 +256,30 @@ pub fn spawn_upkeep(engine: &Engine) -> Option<tokio::task::JoinHandle<()>> {
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config_version;
+
+    #[test]
+    fn a_changed_script_file_is_a_changed_config() {
+        let dir = std::env::temp_dir().join(format!("mcpflow-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let config = dir.join("config.yaml");
+        std::fs::write(&config, "tools: []\n").expect("write config");
+
+        let (plain, source) = config_version(&config, None, &[]);
+        assert_eq!(source, "tools: []\n");
+        assert_eq!(plain, config_version(&config, None, &[]).0, "stable");
+        let (one, _) = config_version(&config, None, &["(x) => x"]);
+        let (other, _) = config_version(&config, None, &["(x) => x + 1"]);
+        assert_ne!(plain, one);
+        assert_ne!(one, other);
+        // Text moved between two scripts is still a different set of files.
+        let (split, _) = config_version(&config, None, &["ab", "c"]);
+        let (moved, _) = config_version(&config, None, &["a", "bc"]);
+        assert_ne!(split, moved);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -79,20 +79,19 @@ impl Script {
     /// limit, so the caller's own stack size does not matter.
     pub fn compile(sandbox: &Sandbox, name: &str, source: &str) -> Result<Script, SandboxError> {
         let options = sandbox.options();
-        let compiled = std::thread::scope(|scope| {
-            std::thread::Builder::new()
-                .name("mcpflow-sandbox-compile".into())
-                .stack_size(options.thread_stack_size())
-                .spawn_scoped(scope, || compile::compile(options, name, source))
-                .map_err(|e| SandboxError::Internal(format!("starting the compiler thread: {e}")))?
-                .join()
-                .map_err(|_| SandboxError::Internal("the compiler thread panicked".into()))?
-        })?;
+        let compiled = compile_on_thread(options, name, source)?;
         Ok(Script {
             sandbox: sandbox.clone(),
             compiled: Arc::new(compiled),
             cpu_time: options.cpu_time,
         })
+    }
+
+    /// Checks `source` exactly as [`Script::compile`] would under `options` (syntax, and that it
+    /// yields a function), without starting any worker: for validating configuration.
+    pub fn check(options: &SandboxOptions, name: &str, source: &str) -> Result<(), SandboxError> {
+        options.validate()?;
+        compile_on_thread(options, name, source).map(drop)
     }
 
     /// The name given at compile time; stack traces and syntax errors use it as the file name.
@@ -159,4 +158,21 @@ impl Script {
             })
         }
     }
+}
+
+/// Compiles on a short-lived thread whose stack fits the sandbox's stack limit.
+fn compile_on_thread(
+    options: &SandboxOptions,
+    name: &str,
+    source: &str,
+) -> Result<Compiled, SandboxError> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("mcpflow-sandbox-compile".into())
+            .stack_size(options.thread_stack_size())
+            .spawn_scoped(scope, || compile::compile(options, name, source))
+            .map_err(|e| SandboxError::Internal(format!("starting the compiler thread: {e}")))?
+            .join()
+            .map_err(|_| SandboxError::Internal("the compiler thread panicked".into()))?
+    })
 }
