@@ -135,10 +135,16 @@ pub struct Hook {
     pub method: HookMethod,
     /// `pre` (may rewrite or reject the request) or `post` (may rewrite the response).
     pub phase: HookPhase,
+    /// Which traffic the hook sees: `proxied` (default), the upstream tools passed through;
+    /// `graph`, this config's own graph tools (for them `upstream` is not checked, `tool`
+    /// matches the graph tool's name and `metadata.serverName` is null); `all`, both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies_to: Option<HookTraffic>,
     /// Glob over upstream names (default `*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
-    /// Glob over the upstream's own tool names (default `*`; `tools/call` only).
+    /// Glob over the upstream's own tool names, or graph tool names (default `*`; `tools/call`
+    /// only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// A JavaScript function (or a module whose default export is one), called with
@@ -178,6 +184,16 @@ pub enum HookPhase {
     Post,
 }
 
+/// The tools a hook opts in to: proxied upstream tools, this config's graph tools, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum HookTraffic {
+    #[default]
+    Proxied,
+    Graph,
+    All,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum OnHookError {
@@ -194,12 +210,25 @@ impl Hook {
     /// Whether the hook applies to `method` on upstream `server`'s tool `tool` (`None` for
     /// `tools/list`).
     pub fn matches(&self, method: HookMethod, server: &str, tool: Option<&str>) -> bool {
-        self.method == method
+        self.applies_to.unwrap_or_default() != HookTraffic::Graph
+            && self.method == method
             && glob_match(self.upstream.as_deref().unwrap_or("*"), server)
-            && match (tool, &self.tool) {
-                (Some(tool), Some(glob)) => glob_match(glob, tool),
-                _ => true,
-            }
+            && self.matches_tool(tool)
+    }
+
+    /// Whether the hook applies to `method` on this config's graph tool `tool` (`None` for
+    /// `tools/list`): only hooks that opted in with `appliesTo: graph` or `all`.
+    pub fn matches_graph(&self, method: HookMethod, tool: Option<&str>) -> bool {
+        self.applies_to.unwrap_or_default() != HookTraffic::Proxied
+            && self.method == method
+            && self.matches_tool(tool)
+    }
+
+    fn matches_tool(&self, tool: Option<&str>) -> bool {
+        match (tool, &self.tool) {
+            (Some(tool), Some(glob)) => glob_match(glob, tool),
+            _ => true,
+        }
     }
 }
 

@@ -128,6 +128,80 @@ async fn an_unreachable_upstream_hides_only_its_own_tools() {
     client.cancel().await.expect("closes");
 }
 
+/// An upstream that was listed and then went down: `fail` keeps its last tools listed and
+/// their calls fail with the upstream's error; `hide` drops them. Either way the graph tool stays.
+#[tokio::test]
+async fn an_upstream_that_went_down_keeps_its_tools_under_fail_and_loses_them_under_hide() {
+    for (mode, kept) in [("fail", true), ("hide", false)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The upstream starts only while the marker exists: removing it keeps it down.
+        let marker = dir.path().join("up");
+        std::fs::write(&marker, "").expect("marker");
+        let yaml = BASE.replace(
+            "    command: \"{fixture}\"\ntools:",
+            &format!(
+                "    command: \"/bin/sh\"\n    args: [\"-c\", \"test -e {} && exec {{fixture}}\"]\ntools:",
+                marker.display()
+            ),
+        ) + &format!(
+            "proxy:\n  failureMode: {mode}\n  upstreams:\n    fx: {{include: [echo, crash, tools_changed]}}\n"
+        );
+        let path = write_config(dir.path(), &yaml);
+        let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
+        // The upstream's own order.
+        let listed = ["graph_echo", "fx__echo", "fx__crash", "fx__tools_changed"];
+        assert_eq!(names(&client).await, listed);
+        // The upstream says its list changed (so it is listed again on next need), then dies
+        // and cannot come back.
+        let r = call(&client, "fx__tools_changed", json!({})).await;
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+        std::fs::remove_file(&marker).expect("marker removed");
+        let r = call(&client, "fx__crash", json!({})).await;
+        assert_eq!(r.is_error, Some(true), "{r:?}");
+        if kept {
+            assert_eq!(names(&client).await, listed, "failureMode: {mode}");
+            let r = call(&client, "fx__echo", json!({"x": 1})).await;
+            assert_eq!(r.is_error, Some(true), "{r:?}");
+            assert!(
+                text(&r).contains("`fx`"),
+                "names the upstream: {}",
+                text(&r)
+            );
+        } else {
+            assert_eq!(names(&client).await, ["graph_echo"], "failureMode: {mode}");
+        }
+        let r = call(&client, "graph_echo", json!({"still": "here"})).await;
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+        client.cancel().await.expect("closes");
+    }
+}
+
+/// A graph's `mcp` node has no client behind it: an upstream that asks for sampling during
+/// such a call gets a clear refusal at once (and the run goes on with the tool's answer).
+#[tokio::test]
+async fn an_upstream_asking_a_graph_node_for_sampling_is_refused_not_left_hanging() {
+    let yaml = BASE.replace(
+        "tools:\n",
+        r#"tools:
+  - name: ask_model
+    description: "a graph that calls an upstream tool which samples"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: ask}
+      - {id: ask, type: mcp, server: fx, tool: test_sampling, args: {prompt: "hi"}, next: exit}
+      - {id: exit, type: exit}
+"#,
+    ) + PLAIN;
+    let (_dir, client) = serve(&yaml).await;
+    let r = call(&client, "ask_model", json!({})).await;
+    let answer = serde_json::to_string(&r).unwrap_or_default();
+    assert!(
+        answer.contains("no client to ask"),
+        "the upstream's tool reports our refusal: {answer}"
+    );
+    client.cancel().await.expect("closes");
+}
+
 #[tokio::test]
 async fn a_name_taken_twice_without_prefixes_is_a_load_error_naming_both() {
     let dir = tempfile::tempdir().expect("tempdir");

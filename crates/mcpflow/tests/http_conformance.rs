@@ -1,21 +1,22 @@
 //! The official MCP conformance suite (`scripts/conformance`, pinned releases on Node 22)
 //! against `mcpflow serve --http` with the graph tools of `http_conformance.yaml`.
 //!
-//! Scenarios left out, and why: server-stateless needs the diagnostic tools
-//! `test_missing_capability`, `test_streaming_elicitation` and `test_logging_tool` (a tool that
-//! requires a client capability, one that elicits, one that logs), which graph tools cannot be;
-//! its other 20 checks (server/discover, _meta validation, unsupported version, header
-//! mismatch, 404 for removed methods) pass. resources-*, prompts-*, completion-complete, logging-set-level,
+//! The first two tests run graph tools only, and so leave out the scenarios that need what a
+//! graph tool cannot be or have: server-stateless's diagnostic tools `test_missing_capability`,
+//! `test_streaming_elicitation` and `test_logging_tool` (one requires a client capability, one
+//! elicits, one logs), resources-*, prompts-*, completion-complete, logging-set-level,
 //! tools-call-{image,audio,embedded-resource,mixed-content,with-logging,sampling,elicitation},
 //! elicitation-*, caching, http-custom-header-server-validation and input-required-result-*
-//! need content or server-initiated requests a graph tool does not have (resources, prompts,
-//! binary blocks, sampling); the fixture server covers them (crates/fixture). tasks-* and
-//! sep-2640-* are extensions.
+//! (resources, prompts, binary blocks, server-initiated requests). The third runs every
+//! 2026-07-28 scenario with the same graph tools plus, for the rest, the fixture server
+//! (crates/fixture) proxied: mcpflow still does the protocol work for all of them. tasks-*
+//! and sep-2640-* are extensions.
+mod conformance_2026;
 mod http_common;
 
 use std::process::Command;
 
-use http_common::{config, repo_root, start};
+use http_common::{config, fixture, repo_root, start, write_config};
 
 /// Runs `scripts/conformance ARGS…` and fails with its summary unless every scenario passed.
 fn conformance(args: &[&str]) {
@@ -86,4 +87,39 @@ fn the_2026_07_28_server_scenarios_pass() {
         "tools-call-simple-text@2025-11-25",
         "server-sse-multiple-streams@2025-11-25",
     ]);
+}
+
+/// The graph tools of `http_conformance.yaml`, and the fixture's tools that no graph can be
+/// (nor its resources, prompts and completions) passed through beside them.
+fn graph_tools_and_the_fixture() -> String {
+    let graph = std::fs::read_to_string(config("http_conformance.yaml"))
+        .expect("http_conformance.yaml is readable");
+    format!(
+        r#"{graph}
+mcpServers:
+  fixture:
+    command: "{}"
+proxy:
+  upstreams:
+    fixture:
+      naming: none
+      # The graph tools answer these.
+      exclude:
+        - test_simple_text
+        - test_error_handling
+        - test_tool_with_progress
+        - test_reconnection
+        - json_schema_2020_12_tool
+        - add
+"#,
+        fixture().display()
+    )
+}
+
+#[test]
+fn every_required_2026_07_28_server_scenario_passes_with_graph_tools_and_the_fixture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), &graph_tools_and_the_fixture());
+    let server = start(&path, &[]);
+    conformance_2026::run(&server.url, &conformance_2026::required_server_scenarios());
 }

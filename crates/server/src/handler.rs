@@ -33,6 +33,8 @@ struct Inner {
     companions: HashMap<String, crate::session::Companion>,
     /// Upstream tools, resources and prompts passed through (`proxy:`), with their hooks.
     proxy: Option<Arc<crate::proxy::Proxy>>,
+    /// The same hooks, for those that opted in to graph tools (`appliesTo`).
+    hooks: crate::hooks::Hooks,
 }
 
 struct ToolEntry {
@@ -94,7 +96,7 @@ impl GraphServer {
         }
         let companions = crate::session::companions(&engine, &mut tools);
         let hooks = crate::hooks::Hooks::new(&config.hooks, &engine)?;
-        let proxy = crate::proxy::Proxy::new(config, engine.pool().clone(), hooks)?;
+        let proxy = crate::proxy::Proxy::new(config, engine.pool().clone(), hooks.clone())?;
         Ok(GraphServer {
             inner: Arc::new(Inner {
                 meta: config.server.clone(),
@@ -103,6 +105,7 @@ impl GraphServer {
                 by_name,
                 companions,
                 proxy,
+                hooks,
             }),
         })
     }
@@ -324,11 +327,14 @@ impl ServerHandler for GraphServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools = self.inner.tools.clone();
+        let client = crate::hooks::graph::client_name(&context.peer);
+        let mut tools = (self.inner.hooks)
+            .list_graph_tools(client.as_deref(), self.inner.tools.clone())
+            .await;
         if let Some(proxy) = &self.inner.proxy {
-            tools.extend(proxy.tools(&_context).await);
+            tools.extend(proxy.tools(&context).await);
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -342,6 +348,7 @@ impl ServerHandler for GraphServer {
                 self.inner.companions.contains_key(name).then_some(())?;
                 self.inner.tools.iter().find(|t| t.name == name).cloned()
             })
+            .or_else(|| self.inner.proxy.as_ref()?.listed_tool(name))
     }
 
     async fn call_tool(
@@ -363,21 +370,38 @@ impl ServerHandler for GraphServer {
             && !self.inner.companions.contains_key(&*request.name)
             && let Some(exposed) = proxy.route(&request.name).await
         {
+            let era = crate::proxy::Era::of_call(&request, &context);
             return proxy
-                .call(&exposed, request.arguments, &context)
-                .await
-                .map(Into::into);
+                .call(&exposed, request.arguments, era.as_ref(), &context)
+                .await;
         }
-        if let Some(response) = self.resume(&request, &options).await {
-            return Ok(response);
-        }
-        let result = self
-            .call_with(&request.name, request.arguments, &options)
-            .await?;
-        Ok(crate::session_input::respond(
-            result,
-            options.deferred.as_deref(),
-        ))
+        let (name, client) = (
+            request.name.clone(),
+            crate::hooks::graph::client_name(&context.peer),
+        );
+        let (hooks, options) = (&self.inner.hooks, &options);
+        let arguments = request.arguments.clone();
+        let mut request = request;
+        hooks
+            .call_graph_tool(
+                &name,
+                client.as_deref(),
+                arguments,
+                |arguments| async move {
+                    request.arguments = arguments;
+                    if let Some(response) = self.resume(&request, options).await {
+                        return Ok(response);
+                    }
+                    let result = self
+                        .call_with(&request.name, request.arguments, options)
+                        .await?;
+                    Ok(crate::session_input::respond(
+                        result,
+                        options.deferred.as_deref(),
+                    ))
+                },
+            )
+            .await
     }
     // Pass-through of proxied upstreams' resources and prompts (crate::proxy).
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -391,6 +415,7 @@ impl ServerHandler for GraphServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.offers(Offer::Resources)?;
         Ok(crate::proxy::list_resources(self.inner.proxy.as_deref()).await)
     }
 
@@ -399,17 +424,18 @@ impl ServerHandler for GraphServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.offers(Offer::Resources)?;
         Ok(crate::proxy::list_resource_templates(self.inner.proxy.as_deref()).await)
     }
 
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        crate::proxy::read_resource(self.inner.proxy.as_deref(), request)
-            .await
-            .map(Into::into)
+        self.offers(Offer::Resources)?;
+        let era = crate::proxy::Era::of(&context);
+        crate::proxy::read_resource(self.inner.proxy.as_deref(), request, era.as_ref()).await
     }
 
     async fn complete(
@@ -417,6 +443,7 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.offers(Offer::Completions)?;
         crate::proxy::complete(self.inner.proxy.as_deref(), request).await
     }
 
@@ -434,6 +461,7 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.offers(Offer::Resources)?;
         crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, true).await
     }
 
@@ -442,6 +470,7 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.offers(Offer::Resources)?;
         crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, false).await
     }
 
@@ -450,16 +479,71 @@ impl ServerHandler for GraphServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.offers(Offer::Prompts)?;
         Ok(crate::proxy::list_prompts(self.inner.proxy.as_deref()).await)
     }
 
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        crate::proxy::get_prompt(self.inner.proxy.as_deref(), request)
-            .await
-            .map(Into::into)
+        self.offers(Offer::Prompts)?;
+        let era = crate::proxy::Era::of(&context);
+        crate::proxy::get_prompt(self.inner.proxy.as_deref(), request, era.as_ref()).await
+    }
+
+    // 2026-07-28 list changes: the proxied upstreams' tool list changes, re-announced.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let proxy = self.inner.proxy.as_ref()?;
+        Some(proxy.subscription_filter(requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
+        match &self.inner.proxy {
+            Some(proxy) => proxy.listen(context).await,
+            None => {
+                context.cancelled().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A family of methods [`ServerHandler::get_info`] declares only with a proxy that passes it.
+#[derive(Clone, Copy)]
+enum Offer {
+    Resources,
+    Prompts,
+    Completions,
+}
+
+impl GraphServer {
+    /// Refuses, as method not found, a method of a capability this server does not declare:
+    /// it answers exactly what `get_info` says (a 2026-07-28 client checks that).
+    fn offers(&self, offer: Offer) -> Result<(), McpError> {
+        let proxy = self.inner.proxy.as_deref();
+        let passes = |prompts| proxy.is_some_and(|p| p.passes(prompts));
+        let offered = match offer {
+            Offer::Resources => passes(false),
+            Offer::Prompts => passes(true),
+            Offer::Completions => passes(false) || passes(true),
+        };
+        if offered {
+            return Ok(());
+        }
+        let method = match offer {
+            Offer::Resources => "resources",
+            Offer::Prompts => "prompts",
+            Offer::Completions => "completion",
+        };
+        Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("this server offers no {method} (it declares no such capability)"),
+            None,
+        ))
     }
 }

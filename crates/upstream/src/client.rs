@@ -10,14 +10,26 @@ use std::sync::{Arc, Mutex};
     reason = "servers on 2025-11-25 and older still send notifications/message"
 )]
 use rmcp::model::LoggingMessageNotificationParam;
+// Sampling and roots are deprecated in 2026-07-28 (SEP-2577); 2025-11-25 servers still ask.
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
+    ClientCapabilities, ClientConfig, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, RootsCapabilities, SamplingCapability, ServerRequest,
+    UrlElicitationCapability,
 };
-use rmcp::service::NotificationContext;
-use rmcp::{ClientHandler, RoleClient};
+#[expect(
+    deprecated,
+    reason = "servers on 2025-11-25 and older still ask for sampling and roots"
+)]
+use rmcp::model::{
+    CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ListRootsRequest,
+    ListRootsResult,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use tokio::sync::mpsc;
 
+use crate::relay::{Relay, answer_as};
 use crate::result::ToolInfo;
 
 /// One `notifications/progress` an upstream sent about a call.
@@ -69,11 +81,13 @@ impl Drop for Route {
 /// handshake. A server that only knows an older version answers with that one, and we use it.
 pub(crate) const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
-/// Handles what an upstream sends us unasked.
+/// Handles what an upstream sends us unasked: notifications, and requests for the client of a
+/// forwarded call (relayed to it, see [`crate::relay`]).
 pub(crate) struct ClientEvents {
     server: Arc<str>,
     tools: Arc<ToolCache>,
     progress: Arc<ProgressRoutes>,
+    relay: Arc<Relay>,
 }
 
 impl ClientEvents {
@@ -81,22 +95,76 @@ impl ClientEvents {
         server: Arc<str>,
         tools: Arc<ToolCache>,
         progress: Arc<ProgressRoutes>,
+        relay: Arc<Relay>,
     ) -> ClientEvents {
         ClientEvents {
             server,
             tools,
             progress,
+            relay,
         }
     }
 }
 
+/// Everything a downstream client may be asked through us; whether the client of a given call
+/// declared it is checked per request when it is relayed.
+fn relayed_capabilities() -> ClientCapabilities {
+    let mut sampling = SamplingCapability::default();
+    sampling.tools = Some(Default::default());
+    sampling.context = Some(Default::default());
+    let mut roots = RootsCapabilities::default();
+    roots.list_changed = Some(true);
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.sampling = Some(sampling);
+    capabilities.roots = Some(roots);
+    capabilities.elicitation = Some(
+        ElicitationCapability::new()
+            .with_form(FormElicitationCapability::new())
+            .with_url(UrlElicitationCapability::new()),
+    );
+    capabilities
+}
+
+#[expect(
+    deprecated,
+    reason = "sampling and roots are deprecated in 2026-07-28 only"
+)]
 impl ClientHandler for ClientEvents {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            relayed_capabilities(),
             Implementation::new("mcpflow", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(PROTOCOL_VERSION)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        let answer = self.relay.relay(&self.server, request, &context).await?;
+        answer_as("sampling/createMessage", answer)
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        let answer = self.relay.relay(&self.server, request, &context).await?;
+        answer_as("elicitation/create", answer)
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let answer = self.relay.relay(&self.server, request, &context).await?;
+        answer_as("roots/list", answer)
     }
 
     async fn on_progress(

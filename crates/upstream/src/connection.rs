@@ -16,6 +16,7 @@ use rmcp::{RoleClient, ServiceError, ServiceExt};
 use crate::client::{ClientEvents, ProgressRoutes, ProgressSink, ToolCache};
 use crate::error::UpstreamError;
 use crate::process::{self, ChildProcess, CommandSpec, Spawned};
+use crate::relay::{InFlight, Relay};
 use crate::remote::RemoteSpec;
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
 use crate::stderr::StderrTail;
@@ -32,7 +33,11 @@ pub(crate) struct Connection {
     link: Link,
     tools: Arc<ToolCache>,
     progress: Arc<ProgressRoutes>,
+    /// Calls in flight, for the upstream's requests to their clients.
+    relay: Arc<Relay>,
     info: ServerInfo,
+    /// Whether this session can carry 2026-07-28 requests (asked once, on first need).
+    pub(crate) era: crate::upstream::stateless::EraProbe,
 }
 
 /// What carries the session.
@@ -72,8 +77,14 @@ impl Connection {
         })?;
         let tools = Arc::new(ToolCache::default());
         let progress = Arc::new(ProgressRoutes::default());
-        let handshake = ClientEvents::new(server.clone(), tools.clone(), progress.clone())
-            .serve((stdout, stdin));
+        let relay = Arc::new(Relay::default());
+        let handshake = ClientEvents::new(
+            server.clone(),
+            tools.clone(),
+            progress.clone(),
+            relay.clone(),
+        )
+        .serve((stdout, stdin));
         let service = match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -101,6 +112,7 @@ impl Connection {
             Link::Child(process),
             tools,
             progress,
+            relay,
             pid.map(|pid| format!("pid {pid}")),
         ))
     }
@@ -113,7 +125,15 @@ impl Connection {
     ) -> Result<Connection, UpstreamError> {
         let tools = Arc::new(ToolCache::default());
         let progress = Arc::new(ProgressRoutes::default());
-        let events = || ClientEvents::new(server.clone(), tools.clone(), progress.clone());
+        let relay = Arc::new(Relay::default());
+        let events = || {
+            ClientEvents::new(
+                server.clone(),
+                tools.clone(),
+                progress.clone(),
+                relay.clone(),
+            )
+        };
         let service = match tokio::time::timeout(timeout, spec.handshake(events, timeout)).await {
             Ok(Ok(service)) => service,
             Ok(Err(reason)) => {
@@ -143,6 +163,7 @@ impl Connection {
             link,
             tools,
             progress,
+            relay,
             Some(place),
         ))
     }
@@ -153,6 +174,7 @@ impl Connection {
         link: Link,
         tools: Arc<ToolCache>,
         progress: Arc<ProgressRoutes>,
+        relay: Arc<Relay>,
         place: Option<String>,
     ) -> Connection {
         let info = match service.peer_info() {
@@ -192,7 +214,9 @@ impl Connection {
             link,
             tools,
             progress,
+            relay,
             info,
+            era: Default::default(),
         }
     }
 
@@ -203,6 +227,16 @@ impl Connection {
 
     pub(crate) fn progress_routes(&self) -> Arc<ProgressRoutes> {
         self.progress.clone()
+    }
+
+    /// Counts a call in flight (a forwarded one with its `caller`, or a graph node's with
+    /// none) for the upstream's requests to clients, until the guard drops.
+    pub(crate) fn in_flight(
+        &self,
+        caller: Option<Arc<dyn crate::relay::Caller>>,
+        timeout: Duration,
+    ) -> InFlight {
+        self.relay.enter(caller, timeout)
     }
 
     pub fn info(&self) -> &ServerInfo {
@@ -248,6 +282,9 @@ impl Connection {
     ) -> Result<ToolResult, UpstreamError> {
         let operation = format!("tools/call {tool}");
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        // A graph's call has no client to ask; while it runs, no other call's client is asked
+        // for the upstream's requests either (they could belong to this call).
+        let _in_flight = self.in_flight(None, timeout);
         let result = self
             .request(&operation, timeout, self.service.call_tool(params))
             .await?;
@@ -270,11 +307,13 @@ impl Connection {
         let operation = format!("tools/call {tool}");
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let peer = self.service.peer();
+        let in_flight = self.in_flight(None, timeout);
         let call = async move {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
             let handle = peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await?;
+            in_flight.sent_as(&handle.id);
             let _route = self.progress.register(handle.progress_token.clone(), sink);
             // rmcp's own call_tool cancels an abandoned request; this path must do it itself.
             let mut guard = CancelOnDrop {
@@ -367,6 +406,7 @@ impl Connection {
                     operation,
                     code: error.code.0,
                     message: error.message.into_owned(),
+                    data: error.data.map(Box::new),
                 });
             }
             ServiceError::TransportClosed => "the connection closed".to_string(),

@@ -77,6 +77,9 @@ pub enum UpstreamError {
         operation: String,
         code: i32,
         message: String,
+        /// The refusal's `data`, which the gateway passes on with it (a -32021 names the
+        /// missing client capabilities there).
+        data: Option<Box<serde_json::Value>>,
     },
 
     #[error(

@@ -39,6 +39,14 @@
 //!   fails with [`UpstreamError::Timeout`].
 //! - Each child runs in its own process group; dropping the pool kills the groups.
 //! - Results come back as plain JSON ([`ToolResult`], [`ToolInfo`]): rmcp's types stay inside.
+//! - An upstream's requests to the client (sampling, elicitation, roots) during a call forwarded
+//!   with [`UpstreamPool::forward_for`] go to that call's [`Caller`] when they can be told
+//!   apart from other clients' calls, and are refused otherwise (see `relay.rs`); during a
+//!   graph's own calls they are refused.
+//! - A request of a 2026-07-28 client, forwarded with [`UpstreamPool::forward_stateless`],
+//!   carries that client's own `_meta` (capabilities, log level, …) to an upstream whose
+//!   session speaks 2026-07-28, and its answer ("input required" included) comes back whole;
+//!   a 2025-only upstream gets it in 2025 terms (see `stateless.rs`).
 
 mod changes;
 mod client;
@@ -47,6 +55,7 @@ mod error;
 mod legacy_sse;
 mod pool;
 mod process;
+mod relay;
 mod remote;
 mod result;
 mod session_http;
@@ -57,4 +66,5 @@ pub use changes::{list_changes, upstream_logs};
 pub use client::{ProgressSink, UpstreamProgress};
 pub use error::UpstreamError;
 pub use pool::{PoolOptions, UpstreamPool};
+pub use relay::Caller;
 pub use result::{ServerInfo, ToolInfo, ToolResult};

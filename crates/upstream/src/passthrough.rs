@@ -4,7 +4,9 @@
 //! Unlike the rest of the crate this speaks rmcp's types: a gateway must not lose what it does
 //! not understand, so the request and the answer stay in MCP's own shape.
 
-use rmcp::model::{ClientRequest, ServerResult, Tool};
+use std::sync::Arc;
+
+use rmcp::model::{ClientRequest, RequestMetaObject, ServerResult, Tool};
 use rmcp::service::PeerRequestOptions;
 
 use super::Upstream;
@@ -12,6 +14,7 @@ use crate::client::ProgressSink;
 use crate::connection::CancelOnDrop;
 use crate::error::UpstreamError;
 use crate::pool::UpstreamPool;
+use crate::relay::Caller;
 
 impl UpstreamPool {
     /// Sends `request` to `server` (starting it if needed) within its timeout and returns the
@@ -23,7 +26,24 @@ impl UpstreamPool {
         request: ClientRequest,
         progress: Option<ProgressSink>,
     ) -> Result<ServerResult, UpstreamError> {
-        self.upstream(server)?.forward(request, progress).await
+        self.upstream(server)?
+            .forward(request, progress, None, None)
+            .await
+    }
+
+    /// Like [`UpstreamPool::forward`] for a request of `caller`: what the upstream asks while
+    /// serving it (`sampling/createMessage`, `elicitation/create`, `roots/list`) is relayed to
+    /// `caller` (see [`crate::relay`]).
+    pub async fn forward_for(
+        &self,
+        server: &str,
+        request: ClientRequest,
+        progress: Option<ProgressSink>,
+        caller: Arc<dyn Caller>,
+    ) -> Result<ServerResult, UpstreamError> {
+        self.upstream(server)?
+            .forward(request, progress, Some(caller), None)
+            .await
     }
 
     /// Every tool `server` lists, all pages, with every field it sent (icons, `_meta`, …).
@@ -41,19 +61,27 @@ impl UpstreamPool {
 }
 
 impl Upstream {
-    async fn forward(
+    /// `meta`: `_meta` entries put on the request over rmcp's own (see `stateless.rs`).
+    pub(super) async fn forward(
         &self,
         request: ClientRequest,
         progress: Option<ProgressSink>,
+        caller: Option<Arc<dyn Caller>>,
+        meta: Option<RequestMetaObject>,
     ) -> Result<ServerResult, UpstreamError> {
         let connection = self.connection().await?;
         let operation = request.method().to_string();
         let peer = connection.peer().clone();
         let routes = connection.progress_routes();
+        // Counted before it is sent: the upstream may ask before we hear back from the send.
+        let in_flight = connection.in_flight(caller, self.call_timeout);
         let call = async move {
-            let handle = peer
-                .send_request_with_option(request, PeerRequestOptions::no_options())
-                .await?;
+            let options = match meta {
+                Some(meta) => PeerRequestOptions::no_options().with_meta(meta),
+                None => PeerRequestOptions::no_options(),
+            };
+            let handle = peer.send_request_with_option(request, options).await?;
+            in_flight.sent_as(&handle.id);
             let _route = progress.map(|sink| routes.register(handle.progress_token.clone(), sink));
             let mut guard = CancelOnDrop {
                 peer: &peer,

@@ -20,6 +20,8 @@ use crate::stderr::StderrTail;
 
 #[path = "passthrough.rs"]
 mod passthrough;
+#[path = "stateless.rs"]
+pub(crate) mod stateless;
 
 /// First pause between restarts of an upstream that keeps failing; it doubles up to the max.
 const RESTART_BACKOFF: Duration = Duration::from_millis(250);

@@ -1,5 +1,6 @@
 //! Hooks: sandboxed JavaScript functions or graph tools run before (`pre`) and after (`post`)
-//! proxied `tools/list` and `tools/call` requests.
+//! proxied `tools/list` and `tools/call` requests, and on this config's own graph tools for
+//! hooks that opt in (`appliesTo: graph` or `all`, see [`graph`]).
 //!
 //! A hook is called with `{request: {method, params}, response?, metadata: {clientId,
 //! serverName, toolName, hookId}}` and answers with one of:
@@ -24,6 +25,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ServerError;
 
+pub(crate) mod graph;
+
 /// Every configured hook, compiled, in config order.
 #[derive(Clone, Default)]
 pub struct Hooks {
@@ -40,7 +43,7 @@ enum Body {
     GraphTool { engine: Engine, tool: String },
 }
 
-/// Where the traffic a hook sees is going.
+/// Where proxied traffic a hook sees is going.
 #[derive(Debug, Clone)]
 pub struct Target<'a> {
     pub method: HookMethod,
@@ -50,6 +53,43 @@ pub struct Target<'a> {
     pub tool: Option<&'a str>,
     /// The calling client's name from its `initialize`, when it gave one.
     pub client: Option<&'a str>,
+}
+
+/// Traffic as the matcher and the context see it: proxied (with its upstream) or to a graph
+/// tool (no upstream).
+#[derive(Debug, Clone, Copy)]
+pub struct Traffic<'a> {
+    method: HookMethod,
+    server: Option<&'a str>,
+    tool: Option<&'a str>,
+    client: Option<&'a str>,
+}
+
+impl<'a> From<&Target<'a>> for Traffic<'a> {
+    fn from(t: &Target<'a>) -> Self {
+        Traffic {
+            method: t.method,
+            server: Some(t.server),
+            tool: t.tool,
+            client: t.client,
+        }
+    }
+}
+
+impl<'a> Traffic<'a> {
+    /// A `tools/list` of the graph tools (`tool: None`) or a `tools/call` of graph tool `tool`.
+    pub(crate) fn graph(
+        method: HookMethod,
+        tool: Option<&'a str>,
+        client: Option<&'a str>,
+    ) -> Self {
+        Traffic {
+            method,
+            server: None,
+            tool,
+            client,
+        }
+    }
 }
 
 /// What the blocking hooks decided.
@@ -107,45 +147,54 @@ impl Hooks {
     }
 
     /// Whether any hook would run for `target` in `phase`: lets callers skip building contexts.
-    pub fn any(&self, phase: HookPhase, target: &Target<'_>) -> bool {
-        self.matching(phase, target).next().is_some()
+    pub fn any<'a>(&self, phase: HookPhase, target: impl Into<Traffic<'a>>) -> bool {
+        self.matching(phase, target.into()).next().is_some()
     }
 
     /// Runs the `pre` hooks on a request's `params`.
-    pub async fn pre(&self, target: &Target<'_>, params: Value) -> Verdict {
-        self.run(HookPhase::Pre, target, params, None).await
+    pub async fn pre<'a>(&self, target: impl Into<Traffic<'a>>, params: Value) -> Verdict {
+        self.run(HookPhase::Pre, target.into(), params, None).await
     }
 
     /// Runs the `post` hooks on a response, with the request's `params` for context.
-    pub async fn post(&self, target: &Target<'_>, params: &Value, response: Value) -> Verdict {
-        self.run(HookPhase::Post, target, params.clone(), Some(response))
-            .await
+    pub async fn post<'a>(
+        &self,
+        target: impl Into<Traffic<'a>>,
+        params: &Value,
+        response: Value,
+    ) -> Verdict {
+        self.run(
+            HookPhase::Post,
+            target.into(),
+            params.clone(),
+            Some(response),
+        )
+        .await
     }
 
-    fn matching<'s>(
+    fn matching<'s, 't>(
         &'s self,
         phase: HookPhase,
-        target: &Target<'_>,
-    ) -> impl Iterator<Item = &'s Compiled> + use<'s> {
-        let (method, server, tool) = (
-            target.method,
-            target.server.to_owned(),
-            target.tool.map(str::to_owned),
-        );
+        target: Traffic<'t>,
+    ) -> impl Iterator<Item = &'s Compiled> + use<'s, 't> {
         self.hooks.iter().filter(move |h| {
-            h.config.phase == phase && h.config.matches(method, &server, tool.as_deref())
+            h.config.phase == phase
+                && match target.server {
+                    Some(server) => h.config.matches(target.method, server, target.tool),
+                    None => h.config.matches_graph(target.method, target.tool),
+                }
         })
     }
 
     async fn run(
         &self,
         phase: HookPhase,
-        target: &Target<'_>,
+        target: Traffic<'_>,
         mut params: Value,
         mut response: Option<Value>,
     ) -> Verdict {
         for hook in self.matching(phase, target) {
-            let ctx = context(target, &hook.config.id, &params, response.as_ref());
+            let ctx = context(&target, &hook.config.id, &params, response.as_ref());
             if !hook.config.is_blocking() {
                 let (id, body) = (hook.config.id.clone(), hook.body.clone_handle());
                 tokio::spawn(async move {
@@ -239,7 +288,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn context(target: &Target<'_>, hook: &str, params: &Value, response: Option<&Value>) -> Value {
+fn context(target: &Traffic<'_>, hook: &str, params: &Value, response: Option<&Value>) -> Value {
     let method = match target.method {
         HookMethod::ToolsCall => "tools/call",
         HookMethod::ToolsList => "tools/list",

@@ -11,16 +11,16 @@ use std::sync::{Arc, Mutex};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, ListPromptsRequest, ListPromptsResult,
+    GetPromptRequestParams, GetPromptResponse, ListPromptsRequest, ListPromptsResult,
     ListResourceTemplatesRequest, ListResourceTemplatesResult, ListResourcesRequest,
     ListResourcesResult, PaginatedRequestParams, Prompt, ReadResourceRequest,
-    ReadResourceRequestParams, ReadResourceResult, Reference, Resource, ResourceTemplate,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, Resource, ResourceTemplate,
     ResultType, ServerResult, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 #[expect(deprecated, reason = "clients on 2025-11-25 still subscribe this way")]
 use rmcp::model::{SubscribeRequest, UnsubscribeRequest};
 
-use super::{Proxy, lock, upstream_failure};
+use super::{Era, Proxy, lock, upstream_failure};
 
 /// Which upstream listed which resource URI and prompt name.
 #[derive(Default)]
@@ -135,10 +135,11 @@ impl Proxy {
 
     /// Reads from the upstream that listed `uri`; an unlisted URI (a template's, say) is tried
     /// on each passing upstream in order.
-    pub async fn read_resource(
+    pub(crate) async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, McpError> {
+        era: Option<&Era>,
+    ) -> Result<ReadResourceResponse, McpError> {
         let known = lock(&self.content.resources).get(&params.uri).cloned();
         let candidates = match known {
             Some(server) => vec![server],
@@ -148,10 +149,13 @@ impl Proxy {
         for server in candidates {
             let request =
                 ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params.clone()));
-            match self.pool.forward(&server, request, None).await {
+            match self.forward_in_era(&server, request, None, era, None).await {
                 Ok(ServerResult::ReadResourceResult(mut r)) => {
                     r.result_type.get_or_insert(ResultType::COMPLETE);
-                    return Ok(r);
+                    return Ok(r.into());
+                }
+                Ok(ServerResult::InputRequiredResult(asking)) if era.is_some() => {
+                    return Ok(ReadResourceResponse::InputRequired(asking));
                 }
                 Ok(_) => {}
                 Err(e) => last = Some(e),
@@ -203,10 +207,11 @@ impl Proxy {
         ListPromptsResult::with_all_items(out)
     }
 
-    pub async fn get_prompt(
+    pub(crate) async fn get_prompt(
         &self,
         mut params: GetPromptRequestParams,
-    ) -> Result<GetPromptResult, McpError> {
+        era: Option<&Era>,
+    ) -> Result<GetPromptResponse, McpError> {
         let mut route = lock(&self.content.prompts).get(&params.name).cloned();
         if route.is_none() {
             self.list_prompts().await;
@@ -220,10 +225,14 @@ impl Proxy {
         };
         params.name = original;
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        match self.pool.forward(&server, request, None).await {
+        match self.forward_in_era(&server, request, None, era, None).await {
             Ok(ServerResult::GetPromptResult(mut r)) => {
                 r.result_type.get_or_insert(ResultType::COMPLETE);
-                Ok(r)
+                Ok(r.into())
+            }
+            // A 2026-07-28 client answers it and retries with `inputResponses`.
+            Ok(ServerResult::InputRequiredResult(asking)) if era.is_some() => {
+                Ok(GetPromptResponse::InputRequired(asking))
             }
             Ok(_) => Err(McpError::internal_error(
                 format!("upstream `{server}` answered prompts/get with something else"),

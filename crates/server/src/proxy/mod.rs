@@ -6,8 +6,10 @@
 //! upstream that cannot be reached drops out of the list (`failureMode: hide`) or keeps its last
 //! known tools whose calls then fail (`fail`); the others are untouched either way.
 
+mod caller;
 mod content;
 mod expose;
+mod stateless;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -17,8 +19,8 @@ use mcpflow_config::Config;
 use mcpflow_config::proxy::{FailureMode, HookMethod, HookPhase, ProxiedUpstream, ProxyConfig};
 use mcpflow_upstream::{UpstreamError, UpstreamPool, UpstreamProgress};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ContentBlock,
-    ProgressNotificationParam, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+    ContentBlock, ProgressNotificationParam, ServerResult, Tool,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -28,6 +30,7 @@ use tokio::sync::mpsc;
 use crate::error::ServerError;
 use crate::hooks::{Hooks, Target, Verdict};
 use expose::Exposed;
+pub(crate) use stateless::Era;
 
 /// The pass-through side of the server. Cheap to share; one per served config.
 pub struct Proxy {
@@ -225,13 +228,15 @@ impl Proxy {
     }
 
     /// Forwards one `tools/call` of a proxied tool: hooks, arguments, progress both ways,
-    /// cancellation.
+    /// cancellation; a 2026-07-28 request (`era`) with its client's `_meta`, and the
+    /// upstream's "input required" answer passed back as is (post hooks see only results).
     pub(crate) async fn call(
         &self,
         exposed: &Exposed,
         arguments: Option<Map<String, Value>>,
+        era: Option<&Era>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
+    ) -> Result<CallToolResponse, McpError> {
         let server = &*exposed.server;
         let client = client_name(&context.peer);
         let target = Target {
@@ -256,36 +261,42 @@ impl Proxy {
                     params_json = params;
                 }
                 Verdict::Reject(message) => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(message)]));
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                 }
             }
         }
-        let result = self.forward_call(exposed, args, context).await?;
+        let result = match self.forward_call(exposed, args, era, context).await? {
+            CallToolResponse::Complete(result) => result,
+            incomplete => return Ok(incomplete),
+        };
         if !hooked || !self.hooks.any(HookPhase::Post, &target) {
-            return Ok(result);
+            return Ok(result.into());
         }
         let response = serde_json::to_value(&result)
             .map_err(|e| McpError::internal_error(format!("result not JSON: {e}"), None))?;
-        match self.hooks.post(&target, &params_json, response).await {
+        let answer = match self.hooks.post(&target, &params_json, response).await {
             Verdict::Continue(response) => match serde_json::from_value(response) {
-                Ok(result) => Ok(result),
-                Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                Ok(result) => result,
+                Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
                     "a post hook returned a response that is not a tool result: {e}"
-                ))])),
+                ))]),
             },
-            Verdict::Reject(message) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
-            }
-        }
+            Verdict::Reject(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        };
+        Ok(answer.into())
     }
 
     async fn forward_call(
         &self,
         exposed: &Exposed,
         args: Map<String, Value>,
+        era: Option<&Era>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, McpError> {
-        let params = CallToolRequestParams::new(exposed.original.clone()).with_arguments(args);
+    ) -> Result<CallToolResponse, McpError> {
+        let mut params = CallToolRequestParams::new(exposed.original.clone()).with_arguments(args);
+        if let Some(era) = era {
+            params = era.retry(params);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let token = context.meta.get_progress_token();
         let (sink, mut rx) = match token {
@@ -297,8 +308,14 @@ impl Proxy {
         };
         let mut logs = mcpflow_upstream::upstream_logs();
         let _counted = InFlight::enter(&self.in_flight, &exposed.server);
+        // What the upstream asks while serving the call goes to this client (or is refused);
+        // a 2026-07-28 client is asked nothing mid-call.
+        let caller: Option<Arc<dyn mcpflow_upstream::Caller>> = match era {
+            Some(_) => None,
+            None => Some(Arc::new(caller::CallingClient::new(context))),
+        };
         // The sink moves into the call and is dropped with it, which ends the relay below.
-        let call = self.pool.forward(&exposed.server, request, sink);
+        let call = self.forward_in_era(&exposed.server, request, sink, era, caller);
         let relay = async {
             let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
                 return;
@@ -336,7 +353,11 @@ impl Proxy {
                 result
                     .result_type
                     .get_or_insert(rmcp::model::ResultType::COMPLETE);
-                Ok(result)
+                Ok(result.into())
+            }
+            // Only a 2026-07-28 request gets one: the client answers it and retries.
+            Some(Ok(ServerResult::InputRequiredResult(asking))) if era.is_some() => {
+                Ok(CallToolResponse::InputRequired(asking))
             }
             Some(Ok(other)) => Err(McpError::internal_error(
                 format!(
@@ -347,9 +368,9 @@ impl Proxy {
             )),
             Some(Err(e @ UpstreamError::Rejected { .. })) => upstream_failure(e),
             // Only this upstream's tools fail: a tool error the model can read.
-            Some(Err(e)) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                e.to_string(),
-            )])),
+            Some(Err(e)) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
+            }
         }
     }
 
@@ -539,9 +560,16 @@ async fn watch_changes(proxy: std::sync::Weak<Proxy>) {
 /// gateway is transparent), anything else as a tool error the model can read.
 pub(crate) fn upstream_failure<T>(e: UpstreamError) -> Result<T, McpError> {
     match e {
-        UpstreamError::Rejected { code, message, .. } => {
-            Err(McpError::new(rmcp::model::ErrorCode(code), message, None))
-        }
+        UpstreamError::Rejected {
+            code,
+            message,
+            data,
+            ..
+        } => Err(McpError::new(
+            rmcp::model::ErrorCode(code),
+            message,
+            data.map(|data| *data),
+        )),
         other => Err(McpError::internal_error(other.to_string(), None)),
     }
 }
@@ -599,9 +627,10 @@ pub(crate) async fn list_resource_templates(
 pub(crate) async fn read_resource(
     proxy: Option<&Proxy>,
     params: rmcp::model::ReadResourceRequestParams,
-) -> Result<rmcp::model::ReadResourceResult, McpError> {
+    era: Option<&Era>,
+) -> Result<rmcp::model::ReadResourceResponse, McpError> {
     match proxy {
-        Some(p) => p.read_resource(params).await,
+        Some(p) => p.read_resource(params, era).await,
         None => Err(McpError::resource_not_found(
             format!("no resource `{}`", params.uri),
             None,
@@ -659,9 +688,10 @@ pub(crate) async fn list_prompts(proxy: Option<&Proxy>) -> rmcp::model::ListProm
 pub(crate) async fn get_prompt(
     proxy: Option<&Proxy>,
     params: rmcp::model::GetPromptRequestParams,
-) -> Result<rmcp::model::GetPromptResult, McpError> {
+    era: Option<&Era>,
+) -> Result<rmcp::model::GetPromptResponse, McpError> {
     match proxy {
-        Some(p) => p.get_prompt(params).await,
+        Some(p) => p.get_prompt(params, era).await,
         None => Err(McpError::invalid_params(
             format!("unknown prompt `{}`", params.name),
             None,

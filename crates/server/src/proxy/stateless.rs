@@ -1,0 +1,142 @@
+//! Requests of the 2026-07-28 era through the gateway (see `mcpflow_upstream`'s
+//! `forward_stateless`): the client's per-request `_meta` goes upstream with the request, an
+//! "input required" result comes back to the client unchanged, and the client's retry (its
+//! `inputResponses` and `requestState`) goes upstream as it came. mcpflow keeps no state
+//! between the rounds: the upstream's `requestState` is the upstream's to check.
+
+use std::sync::Arc;
+
+use futures::future::Either;
+use mcpflow_upstream::{Caller, ProgressSink, UpstreamError};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, InputResponses, ProtocolVersion, RequestMetaObject,
+    ServerNotification, ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer};
+use tokio::sync::broadcast;
+
+use super::Proxy;
+
+/// What a 2026-07-28 request brings that the upstream must see.
+#[derive(Debug, Clone)]
+pub(crate) struct Era {
+    /// The request's `_meta`, whole: protocol version, client info and capabilities, log level.
+    meta: RequestMetaObject,
+    /// A `tools/call` retry's answers and the state the upstream handed out with its question.
+    input_responses: Option<InputResponses>,
+    request_state: Option<String>,
+}
+
+impl Era {
+    /// `Some` when the request being served is of the 2026-07-28 era (or later).
+    pub(crate) fn of(context: &RequestContext<RoleServer>) -> Option<Era> {
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        modern.then(|| Era {
+            meta: context.meta.clone(),
+            input_responses: None,
+            request_state: None,
+        })
+    }
+
+    /// [`Era::of`] for a `tools/call`, whose retry fields the gateway rebuilds the request
+    /// without (it renames the tool and rewrites the arguments).
+    pub(crate) fn of_call(
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Era> {
+        Era::of(context).map(|era| Era {
+            input_responses: request.input_responses.clone(),
+            request_state: request.request_state.clone(),
+            ..era
+        })
+    }
+
+    /// Puts the retry fields of the client's call on the forwarded one.
+    pub(crate) fn retry(&self, mut params: CallToolRequestParams) -> CallToolRequestParams {
+        params.input_responses = self.input_responses.clone();
+        params.request_state = self.request_state.clone();
+        params
+    }
+}
+
+impl Proxy {
+    /// Forwards `request` to `server`: in the 2026-07-28 era's terms with `era`, else as a
+    /// 2025-11-25 session request whose server-to-client requests go to `caller`.
+    pub(crate) fn forward_in_era<'a>(
+        &'a self,
+        server: &'a str,
+        request: ClientRequest,
+        progress: Option<ProgressSink>,
+        era: Option<&Era>,
+        caller: Option<Arc<dyn Caller>>,
+    ) -> impl Future<Output = Result<ServerResult, UpstreamError>> + Send + 'a {
+        match (era, caller) {
+            (Some(era), _) => Either::Left(self.pool.forward_stateless(
+                server,
+                request,
+                progress,
+                era.meta.clone(),
+            )),
+            (None, Some(caller)) => Either::Right(Either::Left(
+                self.pool.forward_for(server, request, progress, caller),
+            )),
+            (None, None) => {
+                Either::Right(Either::Right(self.pool.forward(server, request, progress)))
+            }
+        }
+    }
+}
+
+impl Proxy {
+    /// What a 2026-07-28 `subscriptions/listen` stream may carry here: the proxied tools'
+    /// list changes (the one list change the gateway follows and declares).
+    pub(crate) fn subscription_filter(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted
+    }
+
+    /// Feeds one `subscriptions/listen` stream with the upstreams' tool list changes until
+    /// the client ends it. rmcp has acknowledged it already and filters what it carries.
+    pub(crate) async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = mcpflow_upstream::list_changes();
+        loop {
+            let server = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(server) => server,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => {
+                        context.cancelled().await;
+                        return Ok(());
+                    }
+                },
+            };
+            // Dropped here too, so a client that lists again on the news never gets the old
+            // list, whichever task hears of the change first.
+            if !self.invalidate(&server) || context.accepted().tools_list_changed != Some(true) {
+                continue;
+            }
+            let changed = ServerNotification::ToolListChangedNotification(Default::default());
+            if context.sink().send(changed).await.is_err() {
+                // The stream closed (the client went away); rmcp ends the request.
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Proxy {
+    /// A proxied tool as last listed, for rmcp's checks of a call's `Mcp-Param-*` headers
+    /// against the tool's `x-mcp-header` properties (SEP-2243); `None` before the first
+    /// listing, which skips them.
+    pub(crate) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        super::lock(&self.state)
+            .by_name
+            .get(name)
+            .map(|exposed| exposed.tool.clone())
+    }
+}

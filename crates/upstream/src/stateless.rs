@@ -1,0 +1,167 @@
+//! The 2026-07-28 era through the gateway: a downstream request of that era carries its
+//! client's context in its own `_meta` (protocol version, client capabilities, log level, …)
+//! instead of in a session, and the upstream must see that context, not mcpflow's.
+//!
+//! - An upstream whose session speaks 2026-07-28 gets the request with the client's `_meta`
+//!   entries put over rmcp's (its own progress token stays, so progress is still routed back).
+//!   Its answer, an "input required" result included, comes back whole; the client's retry
+//!   (with `inputResponses` and `requestState`) is just another such request.
+//! - Whether a session speaks it: a `server/discover` session (a 2026-07-28-only remote
+//!   upstream) does. A stdio session opened with `initialize` is asked `server/discover` once,
+//!   on the first 2026-07-28 request; a server of both eras (rmcp's, say) then takes requests
+//!   that declare 2026-07-28 in their `_meta` on that same session. A remote session opened
+//!   with `initialize` does not: its HTTP headers pin the session's version, and a request
+//!   whose `_meta` said otherwise would be refused as a header mismatch.
+//! - Otherwise (a 2025-only upstream) the request is forwarded in 2025 terms on the shared
+//!   session: the client's per-request capabilities and log level do not reach the upstream,
+//!   and what the upstream asks back (sampling, elicitation, roots) is refused, since a
+//!   2026-07-28 client cannot be asked anything in the middle of a call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{
+    ClientCapabilities, ClientRequest, DiscoverRequest, DiscoverRequestParams, Implementation,
+    ProtocolVersion, RequestMetaObject, ServerCapabilities, ServerResult, SubscriptionFilter,
+    SubscriptionsListenRequest, SubscriptionsListenRequestParams,
+};
+use rmcp::service::{Peer, PeerRequestOptions};
+use tokio::sync::OnceCell;
+
+use super::Upstream;
+use crate::client::ProgressSink;
+use crate::connection::Connection;
+use crate::error::UpstreamError;
+use crate::pool::UpstreamPool;
+
+/// How long the one `server/discover` probe of a session may take; a server that does not
+/// answer by then is taken for one of the 2025 era.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether one session carries 2026-07-28 requests, found out on first need.
+#[derive(Debug, Default)]
+pub(crate) struct EraProbe(OnceCell<bool>);
+
+impl UpstreamPool {
+    /// Forwards `request` of a 2026-07-28 client with that client's `meta` when `server`
+    /// speaks that era, else in 2025 terms (see the module docs); the answer comes back whole.
+    /// With a `progress` sink, the upstream's progress about the request goes there.
+    pub async fn forward_stateless(
+        &self,
+        server: &str,
+        request: ClientRequest,
+        progress: Option<ProgressSink>,
+        meta: RequestMetaObject,
+    ) -> Result<ServerResult, UpstreamError> {
+        let upstream = self.upstream(server)?;
+        let modern = upstream.speaks_2026().await?;
+        if !modern {
+            tracing::debug!(
+                server,
+                method = request.method(),
+                "upstream speaks no 2026-07-28: forwarding a 2026-07-28 request in 2025 terms"
+            );
+        }
+        upstream
+            .forward(request, progress, None, modern.then_some(meta))
+            .await
+    }
+
+    /// Whether `server` takes 2026-07-28 requests (connecting to it if needed).
+    pub async fn speaks_2026(&self, server: &str) -> Result<bool, UpstreamError> {
+        self.upstream(server)?.speaks_2026().await
+    }
+}
+
+impl Upstream {
+    async fn speaks_2026(&self) -> Result<bool, UpstreamError> {
+        let connection = self.connection().await?;
+        let modern = *connection
+            .era
+            .0
+            .get_or_init(|| probe(&connection, &self.name))
+            .await;
+        Ok(modern)
+    }
+}
+
+async fn probe(connection: &Connection, server: &str) -> bool {
+    let version = connection.info().protocol_version.as_str();
+    let peer = connection.peer();
+    if version >= ProtocolVersion::V_2026_07_28.as_str() {
+        let announces = peer
+            .peer_info()
+            .is_some_and(|info| announces_tool_changes(&info.capabilities));
+        if announces {
+            tokio::spawn(follow_tool_changes(peer.clone(), server.into()));
+        }
+        return true;
+    }
+    if connection.may_retry() {
+        // A remote session: see the module docs.
+        return false;
+    }
+    let request = ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {}));
+    let ask = async {
+        let options = PeerRequestOptions::no_options().with_meta(our_context());
+        peer.send_request_with_option(request, options)
+            .await?
+            .await_response()
+            .await
+    };
+    let (modern, announces) = match tokio::time::timeout(PROBE_TIMEOUT, ask).await {
+        Ok(Ok(ServerResult::DiscoverResult(found))) => (
+            found
+                .supported_versions
+                .contains(&ProtocolVersion::V_2026_07_28),
+            announces_tool_changes(&found.capabilities),
+        ),
+        // Method not found, an empty answer, no answer: a server of the 2025 era.
+        _ => (false, false),
+    };
+    tracing::debug!(
+        server,
+        modern,
+        "asked the upstream's session for 2026-07-28"
+    );
+    if modern && announces {
+        tokio::spawn(follow_tool_changes(peer.clone(), server.into()));
+    }
+    modern
+}
+
+/// mcpflow's own `_meta` for a request of the 2026-07-28 era.
+fn our_context() -> RequestMetaObject {
+    RequestMetaObject::with_client_context(
+        ProtocolVersion::V_2026_07_28,
+        Implementation::new("mcpflow", env!("CARGO_PKG_VERSION")),
+        ClientCapabilities::default(),
+    )
+}
+
+fn announces_tool_changes(capabilities: &ServerCapabilities) -> bool {
+    capabilities
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.list_changed == Some(true))
+}
+
+/// Keeps a `subscriptions/listen` for tool list changes open on a session that speaks
+/// 2026-07-28, for as long as the session lasts. A server of that era announces a change made
+/// by a 2026-07-28 request on such streams only, not to the session that made it; the
+/// notifications (tagged with a subscription rmcp does not track) reach our client handler
+/// like a session's own, which drops the cached list and tells our clients.
+async fn follow_tool_changes(peer: Peer<RoleClient>, server: Arc<str>) {
+    let mut filter = SubscriptionFilter::new();
+    filter.tools_list_changed = Some(true);
+    let request = ClientRequest::SubscriptionsListenRequest(SubscriptionsListenRequest::new(
+        SubscriptionsListenRequestParams::new(filter),
+    ));
+    let options = PeerRequestOptions::no_options().with_meta(our_context());
+    let ended = match peer.send_request_with_option(request, options).await {
+        Ok(handle) => handle.await_response().await.map(|_| ()),
+        Err(error) => Err(error),
+    };
+    tracing::debug!(server = %server, ?ended, "upstream's subscriptions/listen ended");
+}
