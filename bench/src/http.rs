@@ -5,6 +5,7 @@
 //! memory per open session (VmRSS before and after, from /proc).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -24,6 +25,10 @@ pub struct HttpArgs {
     /// Measured seconds per run (after a warm-up of a quarter of it).
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
+    /// Instead of timing by `--seconds`, make exactly this many measured calls per run (after a
+    /// quarter as many warm-up calls): a fixed amount of work, to profile by instruction count.
+    #[arg(long)]
+    calls: Option<u64>,
     #[arg(long)]
     tool: String,
     #[arg(long, default_value = "{}")]
@@ -41,16 +46,52 @@ pub struct HttpArgs {
 /// One client: its session (if any) and the request it repeats.
 struct Caller {
     http: reqwest::Client,
-    url: String,
+    /// Parsed once: parsing it on every request (with IDNA) was a visible share of the
+    /// load generator's cost per call.
+    url: reqwest::Url,
     protocol: String,
     session: Option<String>,
+}
+
+/// The `tools/call` every caller repeats, rendered once: only the id changes between calls, so
+/// the load generator (sharing the cores with the server) spends little per call.
+struct CallTemplate {
+    /// `{"jsonrpc":"2.0","id":`
+    head: &'static str,
+    /// `,"method":"tools/call","params":{…}}`
+    tail: String,
+    tool: String,
+}
+
+impl CallTemplate {
+    fn new(protocol: &str, tool: &str, args: &Value) -> CallTemplate {
+        let mut params = json!({"name": tool, "arguments": args});
+        if protocol == "2026-07-28" {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}});
+        }
+        CallTemplate {
+            head: r#"{"jsonrpc":"2.0","id":"#,
+            tail: format!(r#","method":"tools/call","params":{params}}}"#),
+            tool: tool.to_owned(),
+        }
+    }
+
+    fn body(&self, id: u64) -> String {
+        let mut body = String::with_capacity(self.head.len() + 20 + self.tail.len());
+        body.push_str(self.head);
+        body.push_str(&id.to_string());
+        body.push_str(&self.tail);
+        body
+    }
 }
 
 impl Caller {
     async fn open(http: &reqwest::Client, url: &str, protocol: &str) -> anyhow::Result<Caller> {
         let mut caller = Caller {
             http: http.clone(),
-            url: url.to_owned(),
+            url: reqwest::Url::parse(url).context("--url is not a URL")?,
             protocol: protocol.to_owned(),
             session: None,
         };
@@ -72,22 +113,34 @@ impl Caller {
     }
 
     async fn send(&self, body: &Value) -> anyhow::Result<reqwest::Response> {
+        let method = body.get("method").and_then(Value::as_str);
+        let name = body.pointer("/params/name").and_then(Value::as_str);
+        self.post(body.to_string(), method, name).await
+    }
+
+    /// POSTs `body` with the headers the spec asks for (`Mcp-Method`/`Mcp-Name` from 2026-07-28).
+    async fn post(
+        &self,
+        body: String,
+        method: Option<&str>,
+        name: Option<&str>,
+    ) -> anyhow::Result<reqwest::Response> {
         let mut request = self
             .http
-            .post(&self.url)
+            .post(self.url.clone())
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", &self.protocol);
         if let Some(id) = &self.session {
             request = request.header("mcp-session-id", id);
         }
-        if let Some(method) = body.get("method").and_then(Value::as_str) {
+        if let Some(method) = method {
             request = request.header("mcp-method", method);
-            if let Some(name) = body.pointer("/params/name").and_then(Value::as_str) {
+            if let Some(name) = name {
                 request = request.header("mcp-name", name);
             }
         }
-        let response = request.body(body.to_string()).send().await?;
+        let response = request.body(body).send().await?;
         if !response.status().is_success() {
             bail!("HTTP {} from the server", response.status());
         }
@@ -95,15 +148,11 @@ impl Caller {
     }
 
     /// One tools/call; fails unless the answer is a result without isError.
-    async fn call(&self, id: u64, tool: &str, args: &Value) -> anyhow::Result<()> {
-        let mut params = json!({"name": tool, "arguments": args});
-        if self.protocol == "2026-07-28" {
-            params["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {}});
-        }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-        let text = self.send(&body).await?.text().await?;
+    async fn call(&self, id: u64, call: &CallTemplate) -> anyhow::Result<()> {
+        let response = self
+            .post(call.body(id), Some("tools/call"), Some(&call.tool))
+            .await?;
+        let text = response.text().await?;
         // A JSON body, or SSE whose last data line is the response.
         let json = text
             .lines()
@@ -127,6 +176,7 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
         .pool_max_idle_per_host(max_clients + 8)
         .build()?;
     let mut lines = Vec::new();
+    let call = Arc::new(CallTemplate::new(&args.protocol, &args.tool, &tool_args));
     for &clients in &args.clients {
         let mut callers = Vec::with_capacity(clients);
         for _ in 0..clients {
@@ -134,11 +184,14 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
                 Caller::open(&http, &args.url, &args.protocol).await?,
             ));
         }
-        let warmup = Duration::from_secs_f64(args.seconds / 4.0);
-        load(&callers, &args.tool, &tool_args, warmup).await?;
-        let measured = Duration::from_secs_f64(args.seconds);
+        let seconds = Duration::from_secs_f64(args.seconds);
+        let (warmup, measured) = match args.calls {
+            Some(n) => (Budget::Calls((n / 4).max(1)), Budget::Calls(n)),
+            None => (Budget::Time(seconds / 4), Budget::Time(seconds)),
+        };
+        load(&callers, &call, warmup).await?;
         let started = Instant::now();
-        let samples = load(&callers, &args.tool, &tool_args, measured).await?;
+        let samples = load(&callers, &call, measured).await?;
         let wall = started.elapsed();
         let s = Summary::of(&samples, wall).context("no calls completed")?;
         let round = |x: f64| (x * 10.0).round() / 10.0;
@@ -174,26 +227,47 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
     Ok(last)
 }
 
-/// Every caller calls in a loop until `duration` has passed; the latency of each call.
+/// How long a run lasts: a wall-clock time, or a number of calls shared by all callers.
+#[derive(Clone, Copy)]
+enum Budget {
+    Time(Duration),
+    Calls(u64),
+}
+
+/// Every caller calls in a loop until the budget is spent; the latency of each call.
 async fn load(
     callers: &[Arc<Caller>],
-    tool: &str,
-    args: &Value,
-    duration: Duration,
+    call: &Arc<CallTemplate>,
+    budget: Budget,
 ) -> anyhow::Result<Vec<Duration>> {
-    let deadline = Instant::now() + duration;
+    let (deadline, calls_left) = match budget {
+        Budget::Time(d) => (Some(Instant::now() + d), None),
+        Budget::Calls(n) => (None, Some(Arc::new(AtomicU64::new(n)))),
+    };
     let tasks: Vec<_> = callers
         .iter()
         .map(|caller| {
             let caller = caller.clone();
-            let tool = tool.to_owned();
-            let args = args.clone();
+            let call = call.clone();
+            let calls_left = calls_left.clone();
             tokio::spawn(async move {
                 let mut samples = Vec::new();
                 let mut id = 1u64;
-                while Instant::now() < deadline {
+                loop {
+                    let go_on = match (&calls_left, deadline) {
+                        (Some(left), _) => left
+                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                                n.checked_sub(1)
+                            })
+                            .is_ok(),
+                        (None, Some(deadline)) => Instant::now() < deadline,
+                        (None, None) => false,
+                    };
+                    if !go_on {
+                        break;
+                    }
                     let t = Instant::now();
-                    caller.call(id, &tool, &args).await?;
+                    caller.call(id, &call).await?;
                     samples.push(t.elapsed());
                     id += 1;
                 }

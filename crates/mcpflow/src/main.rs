@@ -59,8 +59,10 @@ fn main() -> ExitCode {
 fn init_logging(command: &Command) {
     use tracing_subscriber::EnvFilter;
     // Serving is long-lived, so say more by default; one-shot commands stay quiet.
+    // rmcp logs at info every service it starts and ends: over HTTP in the 2026-07-28 era
+    // that is two stderr lines per request, a measurable share of each call.
     let default = match command {
-        Command::Serve(_) => "info",
+        Command::Serve(_) => "info,rmcp=warn",
         _ => "warn",
     };
     let filter = EnvFilter::try_from_env("MCPFLOW_LOG").unwrap_or_else(|_| EnvFilter::new(default));

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::body::Body;
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -231,9 +231,15 @@ pub(crate) async fn guard(
             )
         };
     }
+    // A body of known length (a JSON answer) is complete: the work it reports is done, so the
+    // permits can go now, and the response keeps its Content-Length instead of being re-chunked.
+    if response.body().size_hint().exact().is_some() {
+        drop(permits);
+        return response;
+    }
     let (parts, body) = response.into_parts();
     let stream = body.into_data_stream().map(move |chunk| {
-        // The permits live as long as the body is being sent.
+        // The permits live as long as the body (an SSE stream) is being sent.
         let _held = &permits;
         chunk
     });
