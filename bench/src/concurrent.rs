@@ -51,8 +51,11 @@ pub async fn run(a: ConcurrentArgs) -> anyhow::Result<Value> {
     let first = client::call(&session, &a.tool, &args).await?;
     let warmup = a.warmup.unwrap_or(a.calls / 4);
     round(&session, &a.tool, &args, warmup, a.concurrency).await?;
+    let before = Sched::now();
     let (samples, wall) = round(&session, &a.tool, &args, a.calls, a.concurrency).await?;
+    let used = Sched::now().since(&before);
     let s = Summary::of(&samples, wall).context("no samples")?;
+    let per_call = |ns: u64| r(ns as f64 / 1000.0 / s.calls as f64);
     Ok(json!({
         "label": a.label.unwrap_or_else(|| a.command.join(" ")),
         "tool": a.tool,
@@ -64,6 +67,14 @@ pub async fn run(a: ConcurrentArgs) -> anyhow::Result<Value> {
         "mean_us": r(s.mean_us),
         "max_us": r(s.max_us),
         "calls_per_s": r(s.calls_per_s),
+        // CPU and scheduling per call, summed over threads: `client` is this process, `server`
+        // the command and every process it started (a gateway's upstreams too). CPU time is
+        // what the work costs; run-queue wait is time runnable threads waited for a core
+        // (other load on the machine); switches count wake-ups (voluntary + involuntary).
+        "client_cpu_us": per_call(used.client.cpu_ns),
+        "server_cpu_us": per_call(used.server.cpu_ns),
+        "runq_wait_us": per_call(used.client.wait_ns + used.server.wait_ns),
+        "switches": r((used.client.switches + used.server.switches) as f64 / s.calls as f64),
         "result": client::result_value(&first),
     }))
 }
@@ -104,4 +115,122 @@ async fn round(
 
 fn r(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
+}
+
+/// Scheduler counters of this process and of its descendants, from `/proc` (Linux; zeros
+/// elsewhere). Threads that exit between two readings take their counts with them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sched {
+    client: Counters,
+    server: Counters,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counters {
+    cpu_ns: u64,
+    wait_ns: u64,
+    switches: u64,
+}
+
+impl Sched {
+    fn now() -> Sched {
+        let me = std::process::id();
+        let mut server = Counters::default();
+        for pid in descendants(me) {
+            server.add(process_counters(pid));
+        }
+        Sched {
+            client: process_counters(me),
+            server,
+        }
+    }
+
+    fn since(&self, before: &Sched) -> Sched {
+        Sched {
+            client: self.client.minus(&before.client),
+            server: self.server.minus(&before.server),
+        }
+    }
+}
+
+impl Counters {
+    fn add(&mut self, o: Counters) {
+        self.cpu_ns += o.cpu_ns;
+        self.wait_ns += o.wait_ns;
+        self.switches += o.switches;
+    }
+
+    fn minus(&self, o: &Counters) -> Counters {
+        Counters {
+            cpu_ns: self.cpu_ns.saturating_sub(o.cpu_ns),
+            wait_ns: self.wait_ns.saturating_sub(o.wait_ns),
+            switches: self.switches.saturating_sub(o.switches),
+        }
+    }
+}
+
+/// Sum over the process's threads of `schedstat` (CPU ns, run-queue wait ns) and context
+/// switches from `status`.
+fn process_counters(pid: u32) -> Counters {
+    let mut total = Counters::default();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return total;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        if let Ok(text) = std::fs::read_to_string(dir.join("schedstat")) {
+            let mut fields = text
+                .split_whitespace()
+                .map(|f| f.parse::<u64>().unwrap_or(0));
+            total.cpu_ns += fields.next().unwrap_or(0);
+            total.wait_ns += fields.next().unwrap_or(0);
+        }
+        if let Ok(text) = std::fs::read_to_string(dir.join("status")) {
+            total.switches += text
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    total
+}
+
+/// Every process below `root`, found through the parent pid in `/proc/PID/stat`.
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let ppid = stat
+            .rfind(')')
+            .and_then(|end| stat[end + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }

@@ -86,6 +86,17 @@ fn isolation(c: &mut Criterion) {
             drop(context);
         })
     });
+    group.bench_function("fresh_runtime_only", |b| {
+        b.iter(|| Runtime::new().expect("runtime"))
+    });
+    let kept = Runtime::new().expect("runtime");
+    group.bench_function("fresh_context_on_kept_runtime", |b| {
+        b.iter(|| {
+            let context = Context::custom::<CallIntrinsics>(&kept).expect("context");
+            drop(context);
+            kept.run_gc();
+        })
+    });
     let runtime = Runtime::new().expect("runtime");
     let context = Context::custom::<(CallIntrinsics, intrinsic::Eval)>(&runtime).expect("context");
     context.with(|ctx| {
