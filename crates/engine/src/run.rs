@@ -356,7 +356,14 @@ impl<'a> Executor<'a> {
                 .bounded(step, self.once(frame, at, args, &mut input))
                 .await;
             match result {
-                Ok(done) => return (Ok(done), attempt),
+                Ok(mut done) => {
+                    // What an mcp or call node sent belongs in its record when it succeeds
+                    // too, not only when it fails.
+                    if done.input.is_none() {
+                        done.input = input;
+                    }
+                    return (Ok(done), attempt);
+                }
                 Err(failure) => {
                     let retry = step.options.retry.as_ref();
                     if attempt < max

@@ -82,6 +82,8 @@ async fn a_tool_failing_twice_is_retried_to_success() {
     let call = &run.history.records()[1];
     assert_eq!(call.attempts, Some(3));
     assert_eq!(call.error, None);
+    // A successful mcp node's record keeps what it sent, as a failed one's does.
+    assert_eq!(call.input, Some(json!({"key": "twice", "failures": 2})));
 }
 
 #[tokio::test]
