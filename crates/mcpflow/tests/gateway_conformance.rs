@@ -3,15 +3,15 @@
 //! conformance suite's server scenarios as the fixture itself does (crates/fixture/tests), and
 //! the requests the fixture sends back while serving a call (sampling, elicitation) reach the
 //! client that made the call — and only that client — through real rmcp clients.
+mod conformance_suite;
 mod http_common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_common::{Server, config, fixture, mcpflow, repo_root};
+use conformance_suite::conformance;
+use http_common::{Server, config, fixture, start_with_env};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
@@ -26,49 +26,13 @@ use serde_json::{Value, json};
 
 /// `mcpflow serve gateway_conformance.yaml --http 127.0.0.1:0`, the fixture as its upstream.
 fn start_gateway() -> Server {
-    let mut child = Command::new(mcpflow())
-        .arg("serve")
-        .arg(config("gateway_conformance.yaml"))
-        .args(["--http", "127.0.0.1:0"])
-        .env("MCPFLOW_FIXTURE", fixture())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mcpflow starts");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("mcpflow prints its address before exiting")
-            .expect("stderr is text");
-        if let Some(rest) = line.strip_prefix("mcpflow: listening on ") {
-            break rest.trim().to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url }
-}
-
-/// Runs `scripts/conformance ARGS…`; stdout, or a panic with the suite's report.
-fn conformance(args: &[&str]) -> String {
-    let out = Command::new("bash")
-        .arg(repo_root().join("scripts/conformance"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run scripts/conformance (needs bash and npm)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "scripts/conformance {args:?} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    eprintln!("{stderr}");
-    stdout
+    let fixture = fixture();
+    let fixture = fixture.to_str().expect("utf-8 path");
+    start_with_env(
+        &config("gateway_conformance.yaml"),
+        &[],
+        &[("MCPFLOW_FIXTURE", fixture)],
+    )
 }
 
 /// The `  - name [versions]` entries of the "Server scenarios" section of `conformance list`.

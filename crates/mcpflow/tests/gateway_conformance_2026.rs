@@ -6,7 +6,7 @@
 //! results to come back unchanged and the retries (`inputResponses`, `requestState`) to go up
 //! as they came, upstream refusals (-32021 and its `data`) to come back whole, and the
 //! gateway's own `server/discover` and `subscriptions/listen` to match what it declares.
-mod conformance_2026;
+mod conformance_suite;
 mod http_common;
 
 use http_common::{fixture, start, write_config};
@@ -30,5 +30,8 @@ tools: []
         fixture().display()
     );
     let gateway = start(&write_config(dir.path(), &yaml), &[]);
-    conformance_2026::run(&gateway.url, &conformance_2026::required_server_scenarios());
+    conformance_suite::run(
+        &gateway.url,
+        &conformance_suite::required_server_scenarios(),
+    );
 }

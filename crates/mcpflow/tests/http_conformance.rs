@@ -11,7 +11,7 @@
 //! 2026-07-28 scenario with the same graph tools plus, for the rest, the fixture server
 //! (crates/fixture) proxied: mcpflow still does the protocol work for all of them. tasks-*
 //! and sep-2640-* are extensions.
-mod conformance_2026;
+mod conformance_suite;
 mod http_common;
 
 use std::process::Command;
@@ -121,5 +121,5 @@ fn every_required_2026_07_28_server_scenario_passes_with_graph_tools_and_the_fix
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write_config(dir.path(), &graph_tools_and_the_fixture());
     let server = start(&path, &[]);
-    conformance_2026::run(&server.url, &conformance_2026::required_server_scenarios());
+    conformance_suite::run(&server.url, &conformance_suite::required_server_scenarios());
 }

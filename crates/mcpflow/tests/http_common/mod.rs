@@ -67,7 +67,13 @@ pub fn repo_root() -> PathBuf {
 
 /// Starts `mcpflow serve CONFIG --http 127.0.0.1:0 EXTRA…` and reads the address it prints.
 pub fn start(config: &Path, extra: &[&str]) -> Server {
+    start_with_env(config, extra, &[])
+}
+
+/// [`start`] with environment variables for the server (e.g. paths a config interpolates).
+pub fn start_with_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(mcpflow())
+        .envs(env.iter().copied())
         .args([
             "serve",
             config.to_str().expect("utf-8 path"),

@@ -1,6 +1,7 @@
 #![allow(dead_code)]
-//! Runs the official MCP conformance suite's 2026-07-28 server scenarios (`scripts/conformance
-//! -r 2026-07-28`, release 0.2.0-alpha.12) against a URL. The scenario list comes from the
+//! Runs the official MCP conformance suite (`scripts/conformance`) for the tests: any release's
+//! scenarios through [`conformance`], and the 2026-07-28 server scenarios (`-r 2026-07-28`,
+//! release 0.2.0-alpha.12) against a URL through [`run`]. That scenario list comes from the
 //! suite's own requirement set, so a scenario it adds fails here rather than being forgotten.
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
