@@ -433,6 +433,10 @@ impl<'a> Executor<'a> {
             history: frame,
             limits: self.shared.limits,
         };
+        // Nodes that wait (upstream calls, scripts, awaits, sub-runs, fan-outs) are boxed: their
+        // futures are kilobytes, and inline they would make every node's future, pure ones
+        // included, that large, copied at each of the layers above (measured: most of the
+        // engine's cost per call was memcpy of this future).
         match &step.kind {
             StepKind::Entry { next } => Ok(Done::plain(args.take(), Some(*next))),
             StepKind::Exit => {
@@ -464,13 +468,13 @@ impl<'a> Executor<'a> {
             } => {
                 let rendered = render_args(template, &scope(), id)?;
                 *input = Some(rendered.clone());
-                let out = self.call(id, server, tool, rendered).await?;
+                let out = Box::pin(self.call(id, server, tool, rendered)).await?;
                 Ok(Done::plain(out, Some(*next)))
             }
-            StepKind::Await(_) => self.await_node(frame, at, input).await,
+            StepKind::Await(_) => Box::pin(self.await_node(frame, at, input)).await,
             StepKind::Script(script) => {
                 let (argument, shaped) = script.argument(&scope(), id)?;
-                let result = self.script(id, script, &argument).await;
+                let result = Box::pin(self.script(id, script, &argument)).await;
                 let recorded = shaped.then_some(argument);
                 match result {
                     Ok(mut done) => {
@@ -490,7 +494,7 @@ impl<'a> Executor<'a> {
             } => {
                 let rendered = render_args(template, &scope(), id)?;
                 *input = Some(rendered.clone());
-                let (out, sub) = self.sub_run(id, tool, rendered).await;
+                let (out, sub) = Box::pin(self.sub_run(id, tool, rendered)).await;
                 let sub = Some(Arc::new(sub));
                 match out {
                     Ok(v) => {
@@ -509,10 +513,7 @@ impl<'a> Executor<'a> {
                 branches,
                 join,
                 fail_fast,
-            } => {
-                self.parallel(frame, step, branches, *join, *fail_fast)
-                    .await
-            }
+            } => Box::pin(self.parallel(frame, step, branches, *join, *fail_fast)).await,
             StepKind::Foreach {
                 items,
                 concurrency,
@@ -527,8 +528,7 @@ impl<'a> Executor<'a> {
                     Some(Json::Array(a)) => a,
                     Some(one) => vec![one],
                 };
-                self.foreach(frame, step, at, list, *concurrency, *body, *next)
-                    .await
+                Box::pin(self.foreach(frame, step, at, list, *concurrency, *body, *next)).await
             }
         }
     }
