@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, ClientRequest, JsonObject, RequestId, ServerResult,
+    ClientRequest, JsonObject, RequestId, ServerResult,
 };
+use rmcp::service::ServiceRole;
 use rmcp::service::{ClientInitializeError, Peer, PeerRequestOptions, RunningService};
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 
@@ -316,12 +317,9 @@ impl Connection {
             in_flight.sent_as(&handle.id);
             let _route = self.progress.register(handle.progress_token.clone(), sink);
             // rmcp's own call_tool cancels an abandoned request; this path must do it itself.
-            let mut guard = CancelOnDrop {
-                peer,
-                id: Some(handle.id.clone()),
-            };
+            let mut guard = CancelOnDrop::new(peer, handle.id.clone(), ABANDONED);
             let response = handle.await_response().await;
-            guard.id = None;
+            guard.disarm();
             match response? {
                 ServerResult::CallToolResult(result) => Ok(result),
                 _ => Err(ServiceError::UnexpectedResponse),
@@ -579,13 +577,39 @@ async fn handshake_failure(error: &ClientInitializeError, process: &ChildProcess
 }
 
 /// Sends `notifications/cancelled` for a request whose answer nobody will read any more (the
-/// caller cancelled or timed out); clear `id` once the answer arrived.
-pub(crate) struct CancelOnDrop<'a> {
-    pub(crate) peer: &'a Peer<RoleClient>,
-    pub(crate) id: Option<RequestId>,
+/// caller cancelled or timed out, or the upstream stopped waiting for a relayed request), from
+/// either side of a connection; [`CancelOnDrop::disarm`] once the answer arrived.
+pub struct CancelOnDrop<'a, R: ServiceRole>
+where
+    R::Not: From<CancelledNotification>,
+{
+    peer: &'a Peer<R>,
+    id: Option<RequestId>,
+    reason: &'static str,
 }
 
-impl Drop for CancelOnDrop<'_> {
+impl<'a, R: ServiceRole> CancelOnDrop<'a, R>
+where
+    R::Not: From<CancelledNotification>,
+{
+    pub fn new(peer: &'a Peer<R>, id: RequestId, reason: &'static str) -> Self {
+        CancelOnDrop {
+            peer,
+            id: Some(id),
+            reason,
+        }
+    }
+
+    /// The answer arrived: nothing to cancel.
+    pub fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl<R: ServiceRole> Drop for CancelOnDrop<'_, R>
+where
+    R::Not: From<CancelledNotification>,
+{
     fn drop(&mut self) {
         let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
         else {
@@ -594,15 +618,16 @@ impl Drop for CancelOnDrop<'_> {
         let peer = self.peer.clone();
         let notification = CancelledNotification::new(CancelledNotificationParam::new(
             Some(id),
-            Some("request abandoned by mcpflow".to_owned()),
+            Some(self.reason.to_owned()),
         ));
         runtime.spawn(async move {
-            let _ = peer
-                .send_notification(ClientNotification::CancelledNotification(notification))
-                .await;
+            let _ = peer.send_notification(notification.into()).await;
         });
     }
 }
+
+/// Why mcpflow cancels a request it sent upstream.
+pub(crate) const ABANDONED: &str = "request abandoned by mcpflow";
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)

@@ -64,6 +64,7 @@ mod upstream;
 
 pub use changes::{list_changes, upstream_logs};
 pub use client::{ProgressSink, UpstreamProgress};
+pub use connection::CancelOnDrop;
 pub use error::UpstreamError;
 pub use pool::{PoolOptions, UpstreamPool};
 pub use relay::Caller;

@@ -11,7 +11,7 @@ use rmcp::service::PeerRequestOptions;
 
 use super::Upstream;
 use crate::client::ProgressSink;
-use crate::connection::CancelOnDrop;
+use crate::connection::{ABANDONED, CancelOnDrop};
 use crate::error::UpstreamError;
 use crate::pool::UpstreamPool;
 use crate::relay::Caller;
@@ -83,12 +83,15 @@ impl Upstream {
             let handle = peer.send_request_with_option(request, options).await?;
             in_flight.sent_as(&handle.id);
             let _route = progress.map(|sink| routes.register(handle.progress_token.clone(), sink));
-            let mut guard = CancelOnDrop {
-                peer: &peer,
-                id: Some(handle.id.clone()),
-            };
+            let mut guard = CancelOnDrop::new(&peer, handle.id.clone(), ABANDONED);
             let response = handle.await_response().await;
-            guard.id = None;
+            guard.disarm();
+            // rmcp hands notifications to spawned tasks but a response straight to its caller:
+            // let the progress and log lines sent before the answer reach their routes (still
+            // registered here) before the caller answers its client.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
             response
         };
         let result = connection

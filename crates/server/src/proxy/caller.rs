@@ -6,10 +6,9 @@ use std::any::Any;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpflow_upstream::Caller;
+use mcpflow_upstream::{Caller, CancelOnDrop};
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientResult, ErrorCode,
-    GetExtensions, RequestId, ServerNotification, ServerRequest,
+    ClientCapabilities, ClientResult, ErrorCode, GetExtensions, RequestId, ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServiceError};
@@ -61,12 +60,13 @@ impl Caller for CallingClient {
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await
                 .map_err(client_failure)?;
-            let mut guard = CancelAtClient {
-                peer: &peer,
-                id: Some(handle.id.clone()),
-            };
+            let mut guard = CancelOnDrop::new(
+                &peer,
+                handle.id.clone(),
+                "the upstream no longer waits for this answer",
+            );
             let answer = handle.await_response().await;
-            guard.id = None;
+            guard.disarm();
             answer.map_err(client_failure)
         })
     }
@@ -81,31 +81,5 @@ fn client_failure(error: ServiceError) -> McpError {
             format!("the client could not be asked: {other}"),
             None,
         ),
-    }
-}
-
-/// Sends `notifications/cancelled` to the client for a relayed request nobody waits for any
-/// more (the upstream cancelled it, or the call ended); clear `id` once the answer arrived.
-struct CancelAtClient<'a> {
-    peer: &'a Peer<RoleServer>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelAtClient<'_> {
-    fn drop(&mut self) {
-        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let peer = self.peer.clone();
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(id),
-            Some("the upstream no longer waits for this answer".to_owned()),
-        ));
-        runtime.spawn(async move {
-            let _ = peer
-                .send_notification(ServerNotification::CancelledNotification(notification))
-                .await;
-        });
     }
 }

@@ -337,7 +337,13 @@ impl Proxy {
             tokio::pin!(call);
             loop {
                 tokio::select! {
-                    r = &mut call => return Some(r),
+                    r = &mut call => {
+                        // Lines logged before the answer go out before it.
+                        while let Ok(log) = logs.try_recv() {
+                            self.relay_log(&exposed.server, Ok(log), context).await;
+                        }
+                        return Some(r);
+                    }
                     () = context.ct.cancelled() => return None,
                     log = logs.recv() => self.relay_log(&exposed.server, log, context).await,
                 }
