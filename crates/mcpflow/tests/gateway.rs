@@ -21,15 +21,11 @@ tools:
 "#;
 
 async fn serve(yaml: &str) -> (tempfile::TempDir, Client) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_config(dir.path(), yaml);
-    let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
-    (dir, client)
+    common::serve_yaml(yaml).await
 }
 
 async fn names(client: &Client) -> Vec<String> {
-    let tools = client.list_all_tools().await.expect("tools/list");
-    tools.iter().map(|t| t.name.to_string()).collect()
+    common::tool_names(client).await
 }
 
 #[tokio::test]

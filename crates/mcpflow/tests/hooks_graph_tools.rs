@@ -4,7 +4,7 @@
 //! stdio, with the fixture as the proxied upstream.
 mod common;
 
-use common::{Client, call, connect, text, write_config};
+use common::{Client, call, text};
 use serde_json::json;
 
 const BASE: &str = r#"
@@ -34,15 +34,11 @@ hooks:
 "#;
 
 async fn serve(hooks: &str) -> (tempfile::TempDir, Client) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = write_config(dir.path(), &format!("{BASE}{hooks}"));
-    let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
-    (dir, client)
+    common::serve_yaml(&format!("{BASE}{hooks}")).await
 }
 
 async fn names(client: &Client) -> Vec<String> {
-    let tools = client.list_all_tools().await.expect("tools/list");
-    tools.iter().map(|t| t.name.to_string()).collect()
+    common::tool_names(client).await
 }
 
 #[tokio::test]

@@ -125,3 +125,18 @@ pub fn text(result: &CallToolResult) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// `mcpflow serve` over stdio on a config written from `yaml`; the temp dir lives as long as
+/// the caller keeps it.
+pub async fn serve_yaml(yaml: &str) -> (tempfile::TempDir, Client) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), yaml);
+    let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
+    (dir, client)
+}
+
+/// The names `tools/list` gives, in order.
+pub async fn tool_names(client: &Client) -> Vec<String> {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    tools.iter().map(|t| t.name.to_string()).collect()
+}
