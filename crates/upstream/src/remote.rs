@@ -33,6 +33,11 @@ const RESERVED_HEADERS: &[&str] = &[
 /// (rmcp's default of 16 would queue a fan-out behind a few slow calls).
 const MAX_CONCURRENT_POSTS: usize = 256;
 
+/// How long a handshake waits for the session's standalone GET stream to be answered before
+/// the first request (session_http::StandaloneStream): long enough for a loaded machine, short
+/// enough that a server slow to answer a GET only delays the start.
+const STANDALONE_STREAM_WAIT: Duration = Duration::from_secs(2);
+
 /// What to connect to for a `streamableHttp` or `sse` upstream.
 #[derive(Debug, Clone)]
 pub(crate) struct RemoteSpec {
@@ -130,16 +135,22 @@ impl RemoteSpec {
                 let transport = || {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     config.max_concurrent_requests = MAX_CONCURRENT_POSTS;
-                    StreamableHttpClientTransport::with_client(
-                        SessionHttpClient(client.clone()),
-                        config,
+                    let http = SessionHttpClient::new(client.clone());
+                    let standalone = http.standalone();
+                    (
+                        StreamableHttpClientTransport::with_client(http, config),
+                        standalone,
                     )
                 };
+                let (legacy_transport, standalone) = transport();
                 let legacy = events()
-                    .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                    .serve_with_lifecycle(legacy_transport, ClientLifecycleMode::Initialize)
                     .await;
                 let refusal = match legacy {
-                    Ok(service) => return Ok(service),
+                    Ok(service) => {
+                        standalone.wait(STANDALONE_STREAM_WAIT).await;
+                        return Ok(service);
+                    }
                     Err(ClientInitializeError::JsonRpcError(error)) => error,
                     Err(error) => return Err(self.handshake_failure(&error)),
                 };
@@ -152,7 +163,7 @@ impl RemoteSpec {
                     preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                 };
                 events()
-                    .serve_with_lifecycle(transport(), modern)
+                    .serve_with_lifecycle(transport().0, modern)
                     .await
                     .map_err(|error| {
                         format!(

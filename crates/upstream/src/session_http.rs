@@ -1,14 +1,22 @@
-//! rmcp's reqwest client for Streamable HTTP, with one correction: a server that refuses a
-//! request in a session with an error it cannot tie to the request is treated as having
-//! forgotten the session, so rmcp re-initializes and retries as it does for a 404.
+//! rmcp's reqwest client for Streamable HTTP, with two corrections.
 //!
-//! Servers built from the TypeScript SDK's examples (server-everything among them) answer an
-//! unknown `Mcp-Session-Id` with HTTP 400 and a JSON-RPC error without an `id`. rmcp would hand
-//! that error to nobody (it correlates errors by id) and the request would hang until its
+//! A server that refuses a request in a session with an error it cannot tie to the request is
+//! treated as having forgotten the session, so rmcp re-initializes and retries as it does for a
+//! 404. Servers built from the TypeScript SDK's examples (server-everything among them) answer
+//! an unknown `Mcp-Session-Id` with HTTP 400 and a JSON-RPC error without an `id`. rmcp would
+//! hand that error to nobody (it correlates errors by id) and the request would hang until its
 //! timeout.
+//!
+//! And the handshake can wait until the session's standalone GET stream is open
+//! ([`StandaloneStream`]): rmcp opens it on a task of its own after `initialize`, so a first
+//! request could otherwise reach the server before it, and whatever the server sends on that
+//! stream in reaction (a notification, or an answer it chose to route there) would find no
+//! stream to travel on.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -19,7 +27,69 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 #[derive(Clone)]
-pub(crate) struct SessionHttpClient(pub reqwest::Client);
+pub(crate) struct SessionHttpClient {
+    http: reqwest::Client,
+    standalone: Arc<StandaloneStream>,
+}
+
+/// Whether the session's standalone GET stream has been asked for and answered (opened, or
+/// refused: a server may not offer one).
+#[derive(Default)]
+pub(crate) struct StandaloneStream {
+    /// The `initialize` answer carried an `Mcp-Session-Id`: only then does rmcp open the stream.
+    in_session: AtomicBool,
+    answered: tokio::sync::Notify,
+    done: AtomicBool,
+}
+
+impl StandaloneStream {
+    fn mark_answered(&self) {
+        self.done.store(true, Ordering::Release);
+        self.answered.notify_waiters();
+    }
+
+    /// Waits until the standalone stream's GET is answered, at most `limit`; returns at once
+    /// when the server opened no session (then there is no such stream).
+    pub(crate) async fn wait(&self, limit: Duration) {
+        if !self.in_session.load(Ordering::Acquire) {
+            return;
+        }
+        let answered = self.answered.notified();
+        if self.done.load(Ordering::Acquire) {
+            return;
+        }
+        if tokio::time::timeout(limit, answered).await.is_err() {
+            tracing::debug!(
+                ?limit,
+                "the upstream did not answer the session's GET stream in time; going on"
+            );
+        }
+    }
+}
+
+impl SessionHttpClient {
+    pub(crate) fn new(http: reqwest::Client) -> SessionHttpClient {
+        SessionHttpClient {
+            http,
+            standalone: Arc::default(),
+        }
+    }
+
+    pub(crate) fn standalone(&self) -> Arc<StandaloneStream> {
+        self.standalone.clone()
+    }
+
+    /// Called with the answer to a POST sent without a session (the `initialize`).
+    fn note_initialize_answer(&self, response: &PostResult) {
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(_))
+            | StreamableHttpPostResponse::Sse(_, Some(_)),
+        ) = response
+        {
+            self.standalone.in_session.store(true, Ordering::Release);
+        }
+    }
+}
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
@@ -36,10 +106,14 @@ impl StreamableHttpClient for SessionHttpClient {
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let refusable = refusable(&message, session_id.as_ref());
         async move {
+            let opening = session_id.is_none();
             let response = self
-                .0
+                .http
                 .post_message(uri, message, session_id, auth_header, custom_headers)
                 .await;
+            if opening {
+                self.note_initialize_answer(&response);
+            }
             correct(refusable, response)
         }
     }
@@ -55,8 +129,9 @@ impl StreamableHttpClient for SessionHttpClient {
     ) -> impl Future<Output = PostResult> + Send + '_ {
         let refusable = refusable(&message, session_id.as_ref());
         async move {
+            let opening = session_id.is_none();
             let response = self
-                .0
+                .http
                 .post_message_with_max_sse_event_size(
                     uri,
                     message,
@@ -66,6 +141,9 @@ impl StreamableHttpClient for SessionHttpClient {
                     max_sse_event_size,
                 )
                 .await;
+            if opening {
+                self.note_initialize_answer(&response);
+            }
             correct(refusable, response)
         }
     }
@@ -77,7 +155,7 @@ impl StreamableHttpClient for SessionHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.0
+        self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
     }
 
@@ -95,8 +173,17 @@ impl StreamableHttpClient for SessionHttpClient {
         >,
     > + Send
     + '_ {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        let standalone = last_event_id.is_none().then(|| self.standalone.clone());
+        let stream =
+            self.http
+                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
+        async move {
+            let result = stream.await;
+            if let Some(standalone) = standalone {
+                standalone.mark_answered();
+            }
+            result
+        }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -114,14 +201,22 @@ impl StreamableHttpClient for SessionHttpClient {
         >,
     > + Send
     + '_ {
-        self.0.get_stream_with_max_sse_event_size(
+        let standalone = last_event_id.is_none().then(|| self.standalone.clone());
+        let stream = self.http.get_stream_with_max_sse_event_size(
             uri,
             session_id,
             last_event_id,
             auth_header,
             custom_headers,
             max_sse_event_size,
-        )
+        );
+        async move {
+            let result = stream.await;
+            if let Some(standalone) = standalone {
+                standalone.mark_answered();
+            }
+            result
+        }
     }
 }
 
