@@ -330,11 +330,13 @@ impl ServerHandler for GraphServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let client = crate::hooks::graph::client_name(&context.peer);
-        let mut tools = (self.inner.hooks)
-            .list_graph_tools(client.as_deref(), self.inner.tools.clone())
-            .await;
+        // Boxed, like every handler here that awaits hooks or upstreams (see call_tool).
+        let mut tools = Box::pin(
+            (self.inner.hooks).list_graph_tools(client.as_deref(), self.inner.tools.clone()),
+        )
+        .await;
         if let Some(proxy) = &self.inner.proxy {
-            tools.extend(proxy.tools(&context).await);
+            tools.extend(Box::pin(proxy.tools(&context)).await);
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -371,9 +373,10 @@ impl ServerHandler for GraphServer {
             && let Some(exposed) = proxy.route(&request.name).await
         {
             let era = crate::proxy::Era::of_call(&request, &context);
-            return proxy
-                .call(&exposed, request.arguments, era.as_ref(), &context)
-                .await;
+            // Both branches are boxed: rmcp spawns a task per request around this future, and
+            // unboxed it would carry the proxy's and the engine's state (tens of KB, copied on
+            // every spawn) for every request, whichever branch it takes.
+            return Box::pin(proxy.call(&exposed, request.arguments, era.as_ref(), &context)).await;
         }
         let (name, client) = (
             request.name.clone(),
@@ -382,26 +385,25 @@ impl ServerHandler for GraphServer {
         let (hooks, options) = (&self.inner.hooks, &options);
         let arguments = request.arguments.clone();
         let mut request = request;
-        hooks
-            .call_graph_tool(
-                &name,
-                client.as_deref(),
-                arguments,
-                |arguments| async move {
-                    request.arguments = arguments;
-                    if let Some(response) = self.resume(&request, options).await {
-                        return Ok(response);
-                    }
-                    let result = self
-                        .call_with(&request.name, request.arguments, options)
-                        .await?;
-                    Ok(crate::session_input::respond(
-                        result,
-                        options.deferred.as_deref(),
-                    ))
-                },
-            )
-            .await
+        Box::pin(hooks.call_graph_tool(
+            &name,
+            client.as_deref(),
+            arguments,
+            |arguments| async move {
+                request.arguments = arguments;
+                if let Some(response) = self.resume(&request, options).await {
+                    return Ok(response);
+                }
+                let result = self
+                    .call_with(&request.name, request.arguments, options)
+                    .await?;
+                Ok(crate::session_input::respond(
+                    result,
+                    options.deferred.as_deref(),
+                ))
+            },
+        ))
+        .await
     }
     // Pass-through of proxied upstreams' resources and prompts (crate::proxy).
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -416,7 +418,7 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
         self.offers(Offer::Resources)?;
-        Ok(crate::proxy::list_resources(self.inner.proxy.as_deref()).await)
+        Ok(Box::pin(crate::proxy::list_resources(self.inner.proxy.as_deref())).await)
     }
 
     async fn list_resource_templates(
@@ -425,7 +427,10 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
         self.offers(Offer::Resources)?;
-        Ok(crate::proxy::list_resource_templates(self.inner.proxy.as_deref()).await)
+        Ok(Box::pin(crate::proxy::list_resource_templates(
+            self.inner.proxy.as_deref(),
+        ))
+        .await)
     }
 
     async fn read_resource(
@@ -435,7 +440,12 @@ impl ServerHandler for GraphServer {
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
         self.offers(Offer::Resources)?;
         let era = crate::proxy::Era::of(&context);
-        crate::proxy::read_resource(self.inner.proxy.as_deref(), request, era.as_ref()).await
+        Box::pin(crate::proxy::read_resource(
+            self.inner.proxy.as_deref(),
+            request,
+            era.as_ref(),
+        ))
+        .await
     }
 
     async fn complete(
@@ -444,7 +454,7 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
         self.offers(Offer::Completions)?;
-        crate::proxy::complete(self.inner.proxy.as_deref(), request).await
+        Box::pin(crate::proxy::complete(self.inner.proxy.as_deref(), request)).await
     }
 
     #[expect(deprecated, reason = "clients on 2025-11-25 still set a log level")]
@@ -453,7 +463,11 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        crate::proxy::set_level(self.inner.proxy.as_deref(), request).await
+        Box::pin(crate::proxy::set_level(
+            self.inner.proxy.as_deref(),
+            request,
+        ))
+        .await
     }
 
     async fn subscribe(
@@ -462,7 +476,12 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.offers(Offer::Resources)?;
-        crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, true).await
+        Box::pin(crate::proxy::subscription(
+            self.inner.proxy.as_deref(),
+            request.uri,
+            true,
+        ))
+        .await
     }
 
     async fn unsubscribe(
@@ -471,7 +490,12 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.offers(Offer::Resources)?;
-        crate::proxy::subscription(self.inner.proxy.as_deref(), request.uri, false).await
+        Box::pin(crate::proxy::subscription(
+            self.inner.proxy.as_deref(),
+            request.uri,
+            false,
+        ))
+        .await
     }
 
     async fn list_prompts(
@@ -480,7 +504,7 @@ impl ServerHandler for GraphServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
         self.offers(Offer::Prompts)?;
-        Ok(crate::proxy::list_prompts(self.inner.proxy.as_deref()).await)
+        Ok(Box::pin(crate::proxy::list_prompts(self.inner.proxy.as_deref())).await)
     }
 
     async fn get_prompt(
@@ -490,7 +514,12 @@ impl ServerHandler for GraphServer {
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         self.offers(Offer::Prompts)?;
         let era = crate::proxy::Era::of(&context);
-        crate::proxy::get_prompt(self.inner.proxy.as_deref(), request, era.as_ref()).await
+        Box::pin(crate::proxy::get_prompt(
+            self.inner.proxy.as_deref(),
+            request,
+            era.as_ref(),
+        ))
+        .await
     }
 
     // 2026-07-28 list changes: the proxied upstreams' tool list changes, re-announced.
@@ -504,7 +533,7 @@ impl ServerHandler for GraphServer {
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
         match &self.inner.proxy {
-            Some(proxy) => proxy.listen(context).await,
+            Some(proxy) => Box::pin(proxy.listen(context)).await,
             None => {
                 context.cancelled().await;
                 Ok(())

@@ -252,7 +252,7 @@ impl Proxy {
         let mut params_json = Value::Null;
         if hooked {
             let params = json!({"name": exposed.original, "arguments": args});
-            match self.hooks.pre(&target, params).await {
+            match Box::pin(self.hooks.pre(&target, params)).await {
                 Verdict::Continue(params) => {
                     args = match params.get("arguments") {
                         Some(Value::Object(a)) => a.clone(),
@@ -274,7 +274,7 @@ impl Proxy {
         }
         let response = serde_json::to_value(&result)
             .map_err(|e| McpError::internal_error(format!("result not JSON: {e}"), None))?;
-        let answer = match self.hooks.post(&target, &params_json, response).await {
+        let answer = match Box::pin(self.hooks.post(&target, &params_json, response)).await {
             Verdict::Continue(response) => match serde_json::from_value(response) {
                 Ok(result) => result,
                 Err(e) => CallToolResult::error(vec![ContentBlock::text(format!(
@@ -315,7 +315,9 @@ impl Proxy {
             None => Some(Arc::new(caller::CallingClient::new(context))),
         };
         // The sink moves into the call and is dropped with it, which ends the relay below.
-        let call = self.forward_in_era(&exposed.server, request, sink, era, caller);
+        // Boxed here, where it is made: moved around unboxed, its state (rmcp's request
+        // futures) was most of the bytes a pass-through call copied.
+        let call = Box::pin(self.forward_in_era(&exposed.server, request, sink, era, caller));
         let relay = async {
             let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
                 return;
@@ -334,7 +336,9 @@ impl Proxy {
             }
         };
         let forwarded = async {
-            tokio::pin!(call);
+            // Owned here, so that a cancelled call is dropped (and its sink with it) as soon
+            // as this ends.
+            let mut call = call;
             loop {
                 tokio::select! {
                     r = &mut call => {
@@ -342,7 +346,9 @@ impl Proxy {
                         while let Ok(log) = logs.try_recv() {
                             self.relay_log(&exposed.server, Ok(log), context).await;
                         }
-                        return Some(r);
+                        // Boxed: rmcp's ServerResult is several KB, and the join moves its
+                        // output three times.
+                        return Some(r.map(Box::new));
                     }
                     () = context.ct.cancelled() => return None,
                     log = logs.recv() => self.relay_log(&exposed.server, log, context).await,
@@ -350,11 +356,19 @@ impl Proxy {
             }
         };
         let (outcome, ()) = tokio::join!(forwarded, relay);
-        match outcome {
+        let answer = match outcome {
             // Dropping the call sent `notifications/cancelled` upstream; the client expects
             // no answer, and rmcp sends none for a cancelled request.
-            None => Err(McpError::internal_error("cancelled by the client", None)),
-            Some(Ok(ServerResult::CallToolResult(mut result))) => {
+            None => return Err(McpError::internal_error("cancelled by the client", None)),
+            Some(Err(e @ UpstreamError::Rejected { .. })) => return upstream_failure(e),
+            // Only this upstream's tools fail: a tool error the model can read.
+            Some(Err(e)) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into());
+            }
+            Some(Ok(answer)) => answer,
+        };
+        match *answer {
+            ServerResult::CallToolResult(mut result) => {
                 // Upstreams speak 2025-11-25 to us; rmcp drops the field again for such clients.
                 result
                     .result_type
@@ -362,21 +376,16 @@ impl Proxy {
                 Ok(result.into())
             }
             // Only a 2026-07-28 request gets one: the client answers it and retries.
-            Some(Ok(ServerResult::InputRequiredResult(asking))) if era.is_some() => {
+            ServerResult::InputRequiredResult(asking) if era.is_some() => {
                 Ok(CallToolResponse::InputRequired(asking))
             }
-            Some(Ok(other)) => Err(McpError::internal_error(
+            other => Err(McpError::internal_error(
                 format!(
                     "upstream `{}` answered tools/call with something else: {other:?}",
                     exposed.server
                 ),
                 None,
             )),
-            Some(Err(e @ UpstreamError::Rejected { .. })) => upstream_failure(e),
-            // Only this upstream's tools fail: a tool error the model can read.
-            Some(Err(e)) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into())
-            }
         }
     }
 
