@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Instructions per call of the server side, counted by callgrind: repeatable whatever else the
+# machine is doing, unlike wall clock on 2 shared cores. The server runs under
+# `valgrind --tool=callgrind` twice, once for LOW and once for HIGH measured calls (each after
+# a quarter as many warm-up calls); (Ir(HIGH) - Ir(LOW)) / (HIGH - LOW) is the cost of one
+# call, start-up and shutdown cancelling out. Only mcpflow is counted (not the fixture it
+# starts, nor the load generator).
+#
+#   bench/instructions.sh http                  # graph tool over Streamable HTTP, 2025-11-25
+#   PROTOCOL=2026-07-28 bench/instructions.sh http
+#   bench/instructions.sh gateway               # pass-through over stdio (bench/configs/gateway.yaml)
+#   CLIENTS=16 LOW=200 HIGH=1200 SKIP_BUILD=1 bench/instructions.sh http
+#   MCPFLOW=/path/to/other/mcpflow bench/instructions.sh http   # A/B another build
+#
+# Prints one JSON line. `memcpy` is reported apart: callgrind counts `rep movsb` once per byte,
+# so those Ir are roughly bytes copied, not time.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+mode=${1:-http}
+CLIENTS=${CLIENTS:-16}
+LOW=${LOW:-200}
+HIGH=${HIGH:-1200}
+PROTOCOL=${PROTOCOL:-2025-11-25}
+need valgrind "callgrind counts the instructions"
+need callgrind_annotate "to read callgrind's totals"
+need jq "to read mcpflow-bench's JSON lines"
+build_release
+MCPFLOW=${MCPFLOW:-$REL/mcpflow}
+
+work=${KEEP:-$(mktemp -d)}
+mkdir -p "$work"
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$work"' EXIT
+
+# Total Ir of one callgrind output, and the part spent in memcpy.
+totals() { # file
+    local total copy
+    total=$(sed -n 's/^summary: *//p; s/^totals: *//p' "$1" | head -n 1 | cut -d' ' -f1)
+    copy=$(callgrind_annotate --threshold=100 "$1" 2>/dev/null |
+        awk '/memcpy|memmove/ { gsub(",", "", $1); s += $1 } END { print s + 0 }')
+    echo "$total $copy"
+}
+
+run_http() { # calls out
+    local log="$work/serve.log"
+    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/http.yaml \
+        --http 127.0.0.1:0 2>"$log" &
+    local server=$! url=
+    for _ in $(seq 600); do
+        url=$(sed -n 's/^mcpflow: listening on //p' "$log")
+        [[ -n $url ]] && break
+        sleep 0.1
+    done
+    [[ -n $url ]] || { cat "$log" >&2; echo "bench: the server did not start" >&2; exit 1; }
+    "$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
+        --protocol "$PROTOCOL" --clients "$CLIENTS" --calls "$1" >/dev/null
+    kill -INT "$server"
+    wait "$server" || true
+}
+
+run_gateway() { # calls out
+    local line
+    line=$("$REL/mcpflow-bench" concurrent --calls "$1" --concurrency "$CLIENTS" --tool fx__echo \
+        --args '{"x": 21}' --label callgrind -- \
+        valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/gateway.yaml)
+    [[ $(jq -c .result <<<"$line") == '{"x":21}' ]] || { echo "bench: $line" >&2; exit 1; }
+}
+
+case $mode in
+    http | gateway) ;;
+    *) echo "bench: unknown mode '$mode' (http or gateway)" >&2; exit 2 ;;
+esac
+"run_$mode" "$LOW" "$work/low.out"
+"run_$mode" "$HIGH" "$work/high.out"
+read -r low_total low_copy < <(totals "$work/low.out")
+read -r high_total high_copy < <(totals "$work/high.out")
+calls=$((HIGH - LOW))
+jq -cn --arg mode "$mode" --arg protocol "$PROTOCOL" --argjson clients "$CLIENTS" \
+    --argjson calls "$calls" --argjson ir "$(( (high_total - low_total) / calls ))" \
+    --argjson copy "$(( (high_copy - low_copy) / calls ))" --arg commit "$(git rev-parse --short HEAD)" \
+    '{mode: $mode, protocol: (if $mode == "http" then $protocol else "2025-11-25 stdio" end),
+      clients: $clients, calls: $calls, ir_per_call: $ir, memcpy_ir_per_call: $copy,
+      rest_ir_per_call: ($ir - $copy), commit: $commit}'
