@@ -126,10 +126,10 @@ struct Sched {
 }
 
 #[derive(Debug, Default, Clone, Copy)]
-struct Counters {
-    cpu_ns: u64,
-    wait_ns: u64,
-    switches: u64,
+pub(crate) struct Counters {
+    pub cpu_ns: u64,
+    pub wait_ns: u64,
+    pub switches: u64,
 }
 
 impl Sched {
@@ -160,7 +160,7 @@ impl Counters {
         self.switches += o.switches;
     }
 
-    fn minus(&self, o: &Counters) -> Counters {
+    pub(crate) fn minus(&self, o: &Counters) -> Counters {
         Counters {
             cpu_ns: self.cpu_ns.saturating_sub(o.cpu_ns),
             wait_ns: self.wait_ns.saturating_sub(o.wait_ns),
@@ -171,7 +171,7 @@ impl Counters {
 
 /// Sum over the process's threads of `schedstat` (CPU ns, run-queue wait ns) and context
 /// switches from `status`.
-fn process_counters(pid: u32) -> Counters {
+pub(crate) fn process_counters(pid: u32) -> Counters {
     let mut total = Counters::default();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return total;

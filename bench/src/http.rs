@@ -1,8 +1,10 @@
 //! `mcpflow-bench http`: load over Streamable HTTP. `--clients` clients, each with its own
 //! session (2025-11-25) or none (2026-07-28, stateless), each keeping one `tools/call` in flight
 //! for `--seconds`; then per-call latency and calls/s, one JSON line per client count. With
-//! `--server-pid`, it also opens `--idle-sessions` sessions and reports the server's resident
-//! memory per open session (VmRSS before and after, from /proc).
+//! `--server-pid`, each line also says where the CPU went per call (the server's, the load
+//! generator's, and how long runnable threads waited for a core), and `--idle-sessions N` then
+//! opens N sessions and reports the server's resident memory per open session (VmRSS before
+//! and after, from /proc).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +14,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
+use crate::concurrent::{Counters, process_counters};
 use crate::stats::Summary;
 
 #[derive(Args, Debug)]
@@ -36,11 +39,14 @@ pub struct HttpArgs {
     /// 2025-11-25 (sessions, initialize) or 2026-07-28 (stateless, per-request _meta).
     #[arg(long, default_value = "2025-11-25")]
     protocol: String,
-    /// The server's pid, to measure memory per idle session.
+    /// The server's pid: CPU time per call on every line (Linux /proc), and memory per idle
+    /// session with `--idle-sessions`.
     #[arg(long)]
     server_pid: Option<u32>,
-    #[arg(long, default_value_t = 2000)]
-    idle_sessions: usize,
+    /// Sessions to open (and leave idle) after the runs, to measure memory per session; needs
+    /// `--server-pid`.
+    #[arg(long)]
+    idle_sessions: Option<usize>,
 }
 
 /// One client: its session (if any) and the request it repeats.
@@ -190,12 +196,13 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
             None => (Budget::Time(seconds / 4), Budget::Time(seconds)),
         };
         load(&callers, &call, warmup).await?;
+        let cpu_before = args.server_pid.map(Cpu::now);
         let started = Instant::now();
         let samples = load(&callers, &call, measured).await?;
         let wall = started.elapsed();
         let s = Summary::of(&samples, wall).context("no calls completed")?;
         let round = |x: f64| (x * 10.0).round() / 10.0;
-        lines.push(json!({
+        let mut line = json!({
             "label": format!("http {} {}", args.protocol, args.tool),
             "clients": clients,
             "calls": s.calls,
@@ -204,18 +211,28 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
             "p99_us": round(s.p99_us),
             "mean_us": round(s.mean_us),
             "max_us": round(s.max_us),
-        }));
+        });
+        if let (Some(before), Some(pid)) = (cpu_before, args.server_pid) {
+            let used = Cpu::now(pid).since(&before);
+            let per_call = |ns: u64| round(ns as f64 / 1000.0 / s.calls as f64);
+            // What the 2 cores were spent on: the server's CPU, this load generator's, and the
+            // time runnable threads of both waited for a core.
+            line["server_cpu_us"] = json!(per_call(used.server.cpu_ns));
+            line["client_cpu_us"] = json!(per_call(used.client.cpu_ns));
+            line["runq_wait_us"] = json!(per_call(used.server.wait_ns + used.client.wait_ns));
+        }
+        lines.push(line);
     }
-    if let Some(pid) = args.server_pid {
+    if let (Some(pid), Some(idle_sessions)) = (args.server_pid, args.idle_sessions) {
         let before = rss_kib(pid)?;
-        let mut open = Vec::with_capacity(args.idle_sessions);
-        for _ in 0..args.idle_sessions {
+        let mut open = Vec::with_capacity(idle_sessions);
+        for _ in 0..idle_sessions {
             open.push(Caller::open(&http, &args.url, "2025-11-25").await?);
         }
         let after = rss_kib(pid)?;
-        let per = (after.saturating_sub(before)) as f64 * 1024.0 / args.idle_sessions as f64;
+        let per = (after.saturating_sub(before)) as f64 * 1024.0 / idle_sessions as f64;
         lines.push(
-            json!({"label": "memory per idle session", "sessions": args.idle_sessions,
+            json!({"label": "memory per idle session", "sessions": idle_sessions,
             "rss_before_kib": before, "rss_after_kib": after, "bytes_per_session": per.round()}),
         );
         drop(open);
@@ -280,6 +297,29 @@ async fn load(
         all.extend(task.await??);
     }
     Ok(all)
+}
+
+/// CPU counters of the server (by pid) and of this process.
+#[derive(Clone, Copy)]
+struct Cpu {
+    server: Counters,
+    client: Counters,
+}
+
+impl Cpu {
+    fn now(server_pid: u32) -> Cpu {
+        Cpu {
+            server: process_counters(server_pid),
+            client: process_counters(std::process::id()),
+        }
+    }
+
+    fn since(&self, before: &Cpu) -> Cpu {
+        Cpu {
+            server: self.server.minus(&before.server),
+            client: self.client.minus(&before.client),
+        }
+    }
 }
 
 fn rss_kib(pid: u32) -> anyhow::Result<u64> {
