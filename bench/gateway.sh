@@ -58,7 +58,8 @@ done
 
 machine_line
 echo "# $CALLS measured calls per row over one stdio session, $ROUNDS round(s): medians over rounds; latencies in µs;"
-echo "# added = row − direct at the same concurrency; server CPU, run-queue wait and switches are per call"
+echo "# added = row − direct at the same concurrency; server CPU (the command and the upstream it started),"
+echo "# of it mcpflow's own (the gateway without its upstream), run-queue wait and switches are per call"
 jq -rs '
   def f: . * 10 | round / 10 | tostring;
   def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
@@ -67,15 +68,18 @@ jq -rs '
       p50_us: (map(.p50_us) | med), p99_us: (map(.p99_us) | med),
       calls_per_s: (map(.calls_per_s) | med),
       range: ((map(.calls_per_s) | min | round | tostring) + "–" + (map(.calls_per_s) | max | round | tostring)),
-      server_cpu_us: (map(.server_cpu_us // 0) | med), runq_wait_us: (map(.runq_wait_us // 0) | med),
+      server_cpu_us: (map(.server_cpu_us // 0) | med),
+      own_cpu_us: (map((.server_cpu_us // 0) - (.upstream_cpu_us // 0)) | med),
+      runq_wait_us: (map(.runq_wait_us // 0) | med),
       switches: (map(.switches // 0) | med)})
   | sort_by(.concurrency, ({"direct": 0, "gateway": 1, "gateway+hook": 2}[.label] // 3))
   | (map(select(.label == "direct")) | map({key: (.concurrency|tostring), value: .}) | from_entries) as $d
   | (["run", "in flight", "p50", "p99", "calls/s", "calls/s range", "added p50", "added p99",
-      "server CPU", "run-queue wait", "switches"] | @tsv),
+      "server CPU", "of it mcpflow", "run-queue wait", "switches"] | @tsv),
     (.[] | $d[(.concurrency|tostring)] as $base
       | [.label, (.concurrency|tostring), (.p50_us|f), (.p99_us|f), (.calls_per_s|round|tostring), .range,
          (if .label == "direct" or $base == null then "" else ((.p50_us - $base.p50_us)|f) end),
          (if .label == "direct" or $base == null then "" else ((.p99_us - $base.p99_us)|f) end),
-         (.server_cpu_us|f), (.runq_wait_us|f), (.switches|f)] | @tsv)
+         (.server_cpu_us|f), (if .label == "direct" then "" else (.own_cpu_us|f) end),
+         (.runq_wait_us|f), (.switches|f)] | @tsv)
 ' "$out" | column -t -s $'\t'

@@ -73,6 +73,8 @@ pub async fn run(a: ConcurrentArgs) -> anyhow::Result<Value> {
         // (other load on the machine); switches count wake-ups (voluntary + involuntary).
         "client_cpu_us": per_call(used.client.cpu_ns),
         "server_cpu_us": per_call(used.server.cpu_ns),
+        // Of it, what the command's children used: the gateway's own cost is the difference.
+        "upstream_cpu_us": per_call(used.upstream.cpu_ns),
         "runq_wait_us": per_call(used.client.wait_ns + used.server.wait_ns),
         "switches": r((used.client.switches + used.server.switches) as f64 / s.calls as f64),
         "result": client::result_value(&first),
@@ -122,7 +124,10 @@ fn r(x: f64) -> f64 {
 #[derive(Debug, Default, Clone, Copy)]
 struct Sched {
     client: Counters,
+    /// The command and everything it started.
     server: Counters,
+    /// What the command started (a gateway's upstreams): `server` minus the command itself.
+    upstream: Counters,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -135,13 +140,18 @@ pub(crate) struct Counters {
 impl Sched {
     fn now() -> Sched {
         let me = std::process::id();
-        let mut server = Counters::default();
-        for pid in descendants(me) {
-            server.add(process_counters(pid));
+        let (mut server, mut upstream) = (Counters::default(), Counters::default());
+        for (pid, depth) in descendants(me) {
+            let counters = process_counters(pid);
+            server.add(counters);
+            if depth > 1 {
+                upstream.add(counters);
+            }
         }
         Sched {
             client: process_counters(me),
             server,
+            upstream,
         }
     }
 
@@ -149,6 +159,7 @@ impl Sched {
         Sched {
             client: self.client.minus(&before.client),
             server: self.server.minus(&before.server),
+            upstream: self.upstream.minus(&before.upstream),
         }
     }
 }
@@ -196,8 +207,9 @@ pub(crate) fn process_counters(pid: u32) -> Counters {
     total
 }
 
-/// Every process below `root`, found through the parent pid in `/proc/PID/stat`.
-fn descendants(root: u32) -> Vec<u32> {
+/// Every process below `root` with its depth (1: a child), found through the parent pid in
+/// `/proc/PID/stat`.
+fn descendants(root: u32) -> Vec<(u32, usize)> {
     let mut parent_of = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -219,15 +231,15 @@ fn descendants(root: u32) -> Vec<u32> {
             parent_of.push((pid, ppid));
         }
     }
-    let mut found = vec![root];
+    let mut found = vec![(root, 0)];
     let mut i = 0;
     while i < found.len() {
-        let parent = found[i];
+        let (parent, depth) = found[i];
         found.extend(
             parent_of
                 .iter()
                 .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
+                .map(|(p, _)| (*p, depth + 1)),
         );
         i += 1;
     }
