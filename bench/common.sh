@@ -1,4 +1,4 @@
-# Shared by bench/latency.sh and bench/loop.sh: build, paths, machine line, small helpers.
+# Shared by the bench scripts: build, paths, machine line, small helpers.
 # Sourced, not run.
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +29,20 @@ machine_line() {
     cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//')
     # The load average is printed because other work on a 2-core machine moves every figure.
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, ${cpu:-unknown CPU}, load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+}
+
+# The URL `mcpflow serve --http` printed to its stderr (file $1), waiting up to $2 tenths of a
+# second for it; exits the script with the server's stderr if it never came.
+listen_url() { # log tenths
+    local url=
+    for _ in $(seq "$2"); do
+        url=$(sed -n 's/^mcpflow: listening on //p' "$1")
+        [[ -n $url ]] && { echo "$url"; return 0; }
+        sleep 0.1
+    done
+    cat "$1" >&2
+    echo "bench: the server did not start" >&2
+    exit 1
 }
 
 # median of the numbers given as arguments

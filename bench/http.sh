@@ -20,13 +20,7 @@ log=$(mktemp)
 "$REL/mcpflow" serve bench/configs/http.yaml --http 127.0.0.1:0 2>"$log" &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -f "$log"' EXIT
-url=
-for _ in $(seq 100); do
-    url=$(sed -n 's/^mcpflow: listening on //p' "$log")
-    [[ -n $url ]] && break
-    sleep 0.05
-done
-[[ -n $url ]] || { cat "$log" >&2; echo "bench: the server did not start" >&2; exit 1; }
+url=$(listen_url "$log" 100)
 
 secs=${SECONDS_PER_RUN:-5}
 args='{"a": 1, "b": 2}'

@@ -45,13 +45,9 @@ run_http() { # calls out
     local log="$work/serve.log"
     valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/http.yaml \
         --http 127.0.0.1:0 2>"$log" &
-    local server=$! url=
-    for _ in $(seq 600); do
-        url=$(sed -n 's/^mcpflow: listening on //p' "$log")
-        [[ -n $url ]] && break
-        sleep 0.1
-    done
-    [[ -n $url ]] || { cat "$log" >&2; echo "bench: the server did not start" >&2; exit 1; }
+    local server=$! url
+    # Under valgrind the start takes seconds.
+    url=$(listen_url "$log" 600)
     "$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
         --protocol "$PROTOCOL" --clients "$CLIENTS" --calls "$1" >/dev/null
     kill -INT "$server"
