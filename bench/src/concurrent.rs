@@ -122,10 +122,10 @@ fn r(x: f64) -> f64 {
 /// Scheduler counters of this process and of its descendants, from `/proc` (Linux; zeros
 /// elsewhere). Threads that exit between two readings take their counts with them.
 #[derive(Debug, Default, Clone, Copy)]
-struct Sched {
-    client: Counters,
+pub(crate) struct Sched {
+    pub client: Counters,
     /// The command and everything it started.
-    server: Counters,
+    pub server: Counters,
     /// What the command started (a gateway's upstreams): `server` minus the command itself.
     upstream: Counters,
 }
@@ -134,7 +134,7 @@ struct Sched {
 pub(crate) struct Counters {
     pub cpu_ns: u64,
     pub wait_ns: u64,
-    pub switches: u64,
+    switches: u64,
 }
 
 impl Sched {
@@ -155,7 +155,16 @@ impl Sched {
         }
     }
 
-    fn since(&self, before: &Sched) -> Sched {
+    /// This process and a server it did not start (`server_pid`, without its children).
+    pub(crate) fn of_server(server_pid: u32) -> Sched {
+        Sched {
+            client: process_counters(std::process::id()),
+            server: process_counters(server_pid),
+            upstream: Counters::default(),
+        }
+    }
+
+    pub(crate) fn since(&self, before: &Sched) -> Sched {
         Sched {
             client: self.client.minus(&before.client),
             server: self.server.minus(&before.server),
@@ -171,7 +180,7 @@ impl Counters {
         self.switches += o.switches;
     }
 
-    pub(crate) fn minus(&self, o: &Counters) -> Counters {
+    fn minus(&self, o: &Counters) -> Counters {
         Counters {
             cpu_ns: self.cpu_ns.saturating_sub(o.cpu_ns),
             wait_ns: self.wait_ns.saturating_sub(o.wait_ns),
@@ -182,7 +191,7 @@ impl Counters {
 
 /// Sum over the process's threads of `schedstat` (CPU ns, run-queue wait ns) and context
 /// switches from `status`.
-pub(crate) fn process_counters(pid: u32) -> Counters {
+fn process_counters(pid: u32) -> Counters {
     let mut total = Counters::default();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return total;

@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::concurrent::{Counters, process_counters};
+use crate::concurrent::Sched;
 use crate::stats::Summary;
 
 #[derive(Args, Debug)]
@@ -43,9 +43,8 @@ pub struct HttpArgs {
     /// session with `--idle-sessions`.
     #[arg(long)]
     server_pid: Option<u32>,
-    /// Sessions to open (and leave idle) after the runs, to measure memory per session; needs
-    /// `--server-pid`.
-    #[arg(long)]
+    /// Sessions to open (and leave idle) after the runs, to measure memory per session.
+    #[arg(long, requires = "server_pid")]
     idle_sessions: Option<usize>,
 }
 
@@ -196,7 +195,7 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
             None => (Budget::Time(seconds / 4), Budget::Time(seconds)),
         };
         load(&callers, &call, warmup).await?;
-        let cpu_before = args.server_pid.map(Cpu::now);
+        let cpu_before = args.server_pid.map(Sched::of_server);
         let started = Instant::now();
         let samples = load(&callers, &call, measured).await?;
         let wall = started.elapsed();
@@ -213,7 +212,7 @@ pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
             "max_us": round(s.max_us),
         });
         if let (Some(before), Some(pid)) = (cpu_before, args.server_pid) {
-            let used = Cpu::now(pid).since(&before);
+            let used = Sched::of_server(pid).since(&before);
             let per_call = |ns: u64| round(ns as f64 / 1000.0 / s.calls as f64);
             // What the 2 cores were spent on: the server's CPU, this load generator's, and the
             // time runnable threads of both waited for a core.
@@ -297,29 +296,6 @@ async fn load(
         all.extend(task.await??);
     }
     Ok(all)
-}
-
-/// CPU counters of the server (by pid) and of this process.
-#[derive(Clone, Copy)]
-struct Cpu {
-    server: Counters,
-    client: Counters,
-}
-
-impl Cpu {
-    fn now(server_pid: u32) -> Cpu {
-        Cpu {
-            server: process_counters(server_pid),
-            client: process_counters(std::process::id()),
-        }
-    }
-
-    fn since(&self, before: &Cpu) -> Cpu {
-        Cpu {
-            server: self.server.minus(&before.server),
-            client: self.client.minus(&before.client),
-        }
-    }
 }
 
 fn rss_kib(pid: u32) -> anyhow::Result<u64> {

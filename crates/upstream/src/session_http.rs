@@ -43,9 +43,17 @@ pub(crate) struct StandaloneStream {
 }
 
 impl StandaloneStream {
-    fn mark_answered(&self) {
-        self.done.store(true, Ordering::Release);
-        self.answered.notify_waiters();
+    /// `get`, marking the stream answered when it resolves, if it is the standalone stream's.
+    async fn answered_by<T>(
+        standalone: Option<Arc<StandaloneStream>>,
+        get: impl Future<Output = T>,
+    ) -> T {
+        let result = get.await;
+        if let Some(standalone) = standalone {
+            standalone.done.store(true, Ordering::Release);
+            standalone.answered.notify_waiters();
+        }
+        result
     }
 
     /// Waits until the standalone stream's GET is answered, at most `limit`; returns at once
@@ -77,6 +85,12 @@ impl SessionHttpClient {
 
     pub(crate) fn standalone(&self) -> Arc<StandaloneStream> {
         self.standalone.clone()
+    }
+
+    /// The standalone stream's state when a GET opens it (rather than resuming a stream after
+    /// `last_event_id`).
+    fn standalone_if(&self, last_event_id: Option<&str>) -> Option<Arc<StandaloneStream>> {
+        last_event_id.is_none().then(|| self.standalone.clone())
     }
 
     /// Called with the answer to a POST sent without a session (the `initialize`).
@@ -173,17 +187,11 @@ impl StreamableHttpClient for SessionHttpClient {
         >,
     > + Send
     + '_ {
-        let standalone = last_event_id.is_none().then(|| self.standalone.clone());
+        let standalone = self.standalone_if(last_event_id.as_deref());
         let stream =
             self.http
                 .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move {
-            let result = stream.await;
-            if let Some(standalone) = standalone {
-                standalone.mark_answered();
-            }
-            result
-        }
+        StandaloneStream::answered_by(standalone, stream)
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -201,7 +209,7 @@ impl StreamableHttpClient for SessionHttpClient {
         >,
     > + Send
     + '_ {
-        let standalone = last_event_id.is_none().then(|| self.standalone.clone());
+        let standalone = self.standalone_if(last_event_id.as_deref());
         let stream = self.http.get_stream_with_max_sse_event_size(
             uri,
             session_id,
@@ -210,13 +218,7 @@ impl StreamableHttpClient for SessionHttpClient {
             custom_headers,
             max_sse_event_size,
         );
-        async move {
-            let result = stream.await;
-            if let Some(standalone) = standalone {
-                standalone.mark_answered();
-            }
-            result
-        }
+        StandaloneStream::answered_by(standalone, stream)
     }
 }
 
