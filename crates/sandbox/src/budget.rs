@@ -2,8 +2,14 @@
 //! instructions (and inside regex backtracking); ours answers "stop" once the worker thread has
 //! used its budget. The resulting exception is uncatchable, so `try {} catch {}` cannot swallow
 //! it, and `finally` blocks are interrupted too.
+//!
+//! The same handler stops a call whose caller has gone (its future was dropped: a cancelled
+//! request, a client that disconnected): the script is interrupted at its next check instead of
+//! burning the rest of its budget on a worker others are waiting for.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// CPU time used by the calling thread. Thread CPU time, not wall time, so a call is not charged
@@ -36,13 +42,27 @@ pub(crate) struct Budget {
     deadline: Cell<Option<Duration>>,
     limit: Cell<Duration>,
     fired: Cell<bool>,
+    /// Set by the caller's side when it stops waiting for the call.
+    cancel: RefCell<Option<Arc<AtomicBool>>>,
+    cancelled: Cell<bool>,
 }
 
 impl Budget {
     pub(crate) fn arm(&self, limit: Duration) {
         self.limit.set(limit);
         self.fired.set(false);
+        self.cancelled.set(false);
         self.deadline.set(Some(thread_cpu_time() + limit));
+    }
+
+    /// Also stops the call once `cancel` is set.
+    pub(crate) fn watch(&self, cancel: Arc<AtomicBool>) {
+        *self.cancel.borrow_mut() = Some(cancel);
+    }
+
+    /// Whether the call was stopped because its caller went away.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancelled.get()
     }
 
     pub(crate) fn limit(&self) -> Duration {
@@ -53,6 +73,16 @@ impl Budget {
     /// our own loops, stops as well.
     pub(crate) fn expired(&self) -> bool {
         if self.fired.get() {
+            return true;
+        }
+        let gone = self
+            .cancel
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed));
+        if gone {
+            self.cancelled.set(true);
+            self.fired.set(true);
             return true;
         }
         match self.deadline.get() {

@@ -9,6 +9,7 @@ use rquickjs::function::Rest;
 use rquickjs::{Ctx, Function, Object, Value};
 
 use crate::budget::Budget;
+use crate::memory::Meter;
 use crate::thrown::render;
 
 /// Severity of a captured console line: which `console` method wrote it.
@@ -45,6 +46,11 @@ impl LogSink {
         }
     }
 
+    /// Bytes the next lines may still take.
+    fn room(&self) -> usize {
+        self.cap.saturating_sub(self.bytes)
+    }
+
     fn push(&mut self, level: LogLevel, message: String) {
         if self.bytes.saturating_add(message.len()) > self.cap {
             self.dropped += 1;
@@ -75,6 +81,7 @@ pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     sink: &Rc<RefCell<LogSink>>,
     budget: &Rc<Budget>,
+    meter: &Rc<Meter>,
 ) -> rquickjs::Result<()> {
     let console = Object::new(ctx.clone())?;
     for (name, level) in [
@@ -86,14 +93,23 @@ pub(crate) fn install<'js>(
     ] {
         let sink = Rc::clone(sink);
         let budget = Rc::clone(budget);
+        let meter = Rc::clone(meter);
         let write = move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
-            // Render before borrowing the sink: rendering runs getters, which may log too.
-            let parts: Vec<String> = args
-                .0
-                .into_iter()
-                .map(|v| render(&ctx, &budget, v))
-                .collect();
-            sink.borrow_mut().push(level, parts.join(" "));
+            // Render before borrowing the sink: rendering runs getters, which may log too. Stop
+            // rendering once the line could no longer fit, so a line of a thousand arguments
+            // costs no more than the cap.
+            let room = sink.borrow().room();
+            let mut line = String::new();
+            for (i, v) in args.0.into_iter().enumerate() {
+                if line.len() > room {
+                    break;
+                }
+                if i > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&render(&ctx, &budget, &meter, v));
+            }
+            sink.borrow_mut().push(level, line);
         };
         console.set(name, Function::new(ctx.clone(), write)?.with_name(name)?)?;
     }

@@ -1,5 +1,24 @@
 use std::time::Duration;
 
+/// Whose fault a failed call is, for policies that may forgive some failures (a gateway hook's
+/// `onHookError: open`). Only [`Fault::Script`] may be forgiven: anything else may be caused
+/// by the traffic the script was meant to judge, and forgiving it would let that traffic
+/// switch the script off (a request padded until it no longer fits in the script's memory
+/// would walk past a guard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The script's own: it threw, ran out of its CPU budget, returned something that is not
+    /// JSON data or a promise that never settles, or does not compile.
+    Script,
+    /// The input or a limit it drives: the input is too large, too deep or holds a number
+    /// JavaScript cannot hold exactly; the call ran out of memory or stack; the result is
+    /// larger than the output cap. An attacker can cause each of these by shaping the input.
+    Input,
+    /// Not a verdict of the script at all: the call was cancelled, the background queue was
+    /// full, the sandbox failed or is misconfigured.
+    Sandbox,
+}
+
 /// Why a script could not be compiled or called.
 ///
 /// Every variant says what happened in words a script author can act on; none of them means the
@@ -54,10 +73,27 @@ pub enum SandboxError {
     #[error("the input cannot be passed to the script: {reason}")]
     Input { reason: String },
 
-    /// The script's result is not plain JSON data or is too large; `reason` names the offending
-    /// value with a JSON pointer (`/items/3/callback`).
+    /// The script's result is not plain JSON data (a function, a symbol, a cycle, a string
+    /// with a lone surrogate…); `reason` names the offending value with a JSON pointer
+    /// (`/items/3/callback`).
     #[error("the script's result cannot be returned as JSON: {reason}")]
     Output { reason: String },
+
+    /// The script's result is larger than [`crate::SandboxOptions::max_output_bytes`] as JSON
+    /// text.
+    #[error("the script's result is larger than the limit of {limit} bytes")]
+    OutputTooLarge { limit: usize },
+
+    /// The caller gave up on the call (its future was dropped) and the script was stopped.
+    #[error("the call was cancelled")]
+    Cancelled,
+
+    /// A background call was refused because the background queue already holds `queued`
+    /// calls.
+    #[error(
+        "the sandbox's background queue is full ({queued} calls waiting); the call was dropped"
+    )]
+    Busy { queued: usize },
 
     /// The `SandboxOptions` make no sense (zero workers, a memory limit too small to start).
     #[error("invalid sandbox options: {0}")]
@@ -66,4 +102,26 @@ pub enum SandboxError {
     /// A failure of the sandbox itself, not of the script.
     #[error("sandbox internal error: {0}")]
     Internal(String),
+}
+
+impl SandboxError {
+    /// Whose fault this failure is; see [`Fault`].
+    pub fn fault(&self) -> Fault {
+        match self {
+            SandboxError::Syntax { .. }
+            | SandboxError::NotAFunction { .. }
+            | SandboxError::Thrown { .. }
+            | SandboxError::Timeout { .. }
+            | SandboxError::Unsettled
+            | SandboxError::Output { .. } => Fault::Script,
+            SandboxError::Input { .. }
+            | SandboxError::OutputTooLarge { .. }
+            | SandboxError::OutOfMemory { .. }
+            | SandboxError::StackOverflow { .. } => Fault::Input,
+            SandboxError::Cancelled
+            | SandboxError::Busy { .. }
+            | SandboxError::Options(_)
+            | SandboxError::Internal(_) => Fault::Sandbox,
+        }
+    }
 }

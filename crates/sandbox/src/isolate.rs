@@ -5,6 +5,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rquickjs::context::intrinsic;
@@ -13,9 +14,11 @@ use rquickjs::{Context, Ctx, Function, Module, Promise, Runtime, Value};
 use serde_json::Value as Json;
 
 use crate::budget::{Budget, thread_cpu_time};
+use crate::clock;
 use crate::console::{self, LogLine, LogSink};
 use crate::json::{Mode, Walker};
 use crate::memory::{Meter, capped_runtime};
+use crate::pool::Job;
 use crate::thrown::{Env, render};
 use crate::{SandboxError, SandboxOptions};
 
@@ -99,7 +102,7 @@ impl Isolate {
         let context = Context::custom::<I>(&runtime).map_err(|_| oom())?;
         let logs = Rc::new(RefCell::new(LogSink::new(options.max_output_bytes)));
         context
-            .with(|ctx| console::install(&ctx, &logs, &budget))
+            .with(|ctx| console::install(&ctx, &logs, &budget, &meter))
             .map_err(|e| SandboxError::Internal(format!("installing console: {e}")))?;
         Ok(Self {
             context,
@@ -122,15 +125,20 @@ impl Isolate {
         }
     }
 
-    /// Calls the script's function with `input` (JSON text) and converts what it returns.
-    pub(crate) fn call(&self, script: &Compiled, input: &str, cpu_time: Duration) -> CallOutcome {
+    /// Calls the job's script with its input (JSON text) and converts what it returns.
+    pub(crate) fn call(&self, job: &Job) -> CallOutcome {
         let started = thread_cpu_time();
-        self.budget.arm(cpu_time);
+        self.budget.arm(job.cpu_time);
+        self.budget.watch(Arc::clone(&job.cancel));
+        let script = &job.script;
         let env = self.env(&script.name, script.prefix);
         let result = self.context.with(|ctx| {
+            if let Some(fixed) = job.determinism {
+                clock::install(&ctx, fixed).map_err(|e| env.explain_js_error(&ctx, e))?;
+            }
             let function = instantiate(&ctx, script, &env)?;
             let input = ctx
-                .json_parse(input)
+                .json_parse(job.input.as_str())
                 .map_err(|e| input_error(&ctx, e, &env))?;
             let returned: Value = function
                 .call((input,))
@@ -139,9 +147,15 @@ impl Isolate {
                 Some(promise) => settle(&ctx, promise, &env)?,
                 None => returned,
             };
-            Walker::new(ctx.clone(), &self.budget, Mode::Strict, self.max_output)
-                .walk(returned)
-                .map_err(|stop| env.explain_stop(&ctx, stop))
+            Walker::new(
+                ctx.clone(),
+                &self.budget,
+                &self.meter,
+                Mode::Strict,
+                self.max_output,
+            )
+            .walk(returned)
+            .map_err(|stop| env.explain_stop(&ctx, stop))
         });
         CallOutcome {
             result,
@@ -179,7 +193,7 @@ pub(crate) fn instantiate<'js>(
 
 fn describe<'js>(ctx: &Ctx<'js>, env: &Env<'_>, value: Value<'js>) -> String {
     let kind = value.type_name();
-    let mut text = render(ctx, env.budget, value);
+    let mut text = render(ctx, env.budget, env.meter, value);
     if text.len() > 80 {
         let mut cut = 80;
         while !text.is_char_boundary(cut) {
@@ -211,9 +225,7 @@ fn settle<'js>(
                 // Jobs swallow their own exceptions, an interrupt included; the budget's flag
                 // is how we learn that one was stopped.
                 if env.budget.expired() {
-                    return Err(SandboxError::Timeout {
-                        budget: env.budget.limit(),
-                    });
+                    return Err(env.timeout());
                 }
                 if !ctx.execute_pending_job() {
                     // A job that failed to allocate breaks the chain that would have settled it.

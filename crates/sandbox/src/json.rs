@@ -3,34 +3,94 @@
 //! `JSON.stringify`, so that every value that JSON would silently drop or mangle (functions,
 //! symbols, BigInt, NaN, cycles) is an error that names where it is.
 //!
-//! The walk runs JavaScript (getters, proxies, `toJSON`), all of it under the call's budget, and
-//! its work is bounded by the output size cap: every value visited adds at least one byte.
+//! The walk runs JavaScript (getters, proxies, `toJSON`), all of it under the call's budget.
+//! Two things bound it: the size of the result as JSON text (every value visited adds at least
+//! one byte) and the memory the host builds for it, charged to the call's memory cap before it
+//! is allocated (see [`Walker::charge`]), so a result that is small in the script's heap but
+//! large as Rust values (a sparse array of length 2^32−1, one empty object repeated a million
+//! times) stops with `OutOfMemory` instead of growing the host.
+//!
+//! Every string and every key crosses exactly (see [`crate::text`]): a key holding NUL stays
+//! whole, and a lone surrogate, which JSON text cannot carry, is refused rather than replaced.
 
-use rquickjs::{Atom, Ctx, Function, Object, Type, Value, function::This};
+use std::mem::size_of;
+
+use rquickjs::{Atom, Ctx, Object, Type, Value, function::This};
 use serde_json::{Map, Number, Value as Json};
 
 use crate::budget::Budget;
+use crate::memory::Meter;
+use crate::text::{self, Unreadable};
 
-/// Deeper results are refused: `serde_json` (and most JSON parsers downstream) refuse to parse
+/// Deeper inputs and results are refused: `serde_json` (and most JSON parsers downstream) refuse to parse
 /// text nested deeper than 128 levels, so a deeper result could not travel further anyway.
 pub(crate) const MAX_DEPTH: usize = 128;
 
-/// Whether `value` nests deeper than `limit`, found without recursion: the value comes from
-/// the caller, and recursing over a pathological one would overflow the caller's stack.
-pub(crate) fn deeper_than(value: &Json, limit: usize) -> bool {
+/// The input as the JSON text the script's `JSON.parse` reads, or why it cannot cross exactly:
+/// nested deeper than [`MAX_DEPTH`], holding an integer that an IEEE double (JavaScript's only
+/// number) would change, or longer than `max_bytes` as text. Checked before anything is copied,
+/// without recursion (the value comes from the caller, and recursing over a pathological one
+/// would overflow the caller's stack), and written once, straight into the text handed over.
+pub(crate) fn input_text(value: &Json, max_bytes: usize) -> Result<String, String> {
     let mut pending = vec![(value, 0usize)];
     while let Some((value, depth)) = pending.pop() {
-        let is_container = matches!(value, Json::Array(_) | Json::Object(_));
-        if is_container && depth >= limit {
-            return true;
-        }
         match value {
+            Json::Array(_) | Json::Object(_) if depth >= MAX_DEPTH => {
+                return Err(format!("it is nested deeper than {MAX_DEPTH} levels"));
+            }
             Json::Array(items) => pending.extend(items.iter().map(|c| (c, depth + 1))),
             Json::Object(map) => pending.extend(map.values().map(|c| (c, depth + 1))),
+            Json::Number(n) if !exact_in_javascript(n) => {
+                return Err(format!(
+                    "the integer {n} cannot be held exactly by a JavaScript number"
+                ));
+            }
             _ => {}
         }
     }
-    false
+    let mut text = Capped {
+        bytes: Vec::new(),
+        max: max_bytes,
+    };
+    serde_json::to_writer(&mut text, value)
+        .map_err(|_| format!("it is larger than the limit of {max_bytes} bytes as JSON text"))?;
+    String::from_utf8(text.bytes).map_err(|e| e.to_string())
+}
+
+/// Whether a JSON number survives the trip through an IEEE double unchanged.
+fn exact_in_javascript(n: &Number) -> bool {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if let Some(i) = n.as_i64() {
+        let f = i as f64;
+        // The bounds keep a saturating cast from passing off 2^63 as i64::MAX.
+        return (-TWO_63..TWO_63).contains(&f) && f as i64 == i;
+    }
+    if let Some(u) = n.as_u64() {
+        let f = u as f64;
+        return f < 2.0 * TWO_63 && f as u64 == u;
+    }
+    // A float was parsed to the nearest double already: it is what JavaScript will see.
+    true
+}
+
+/// A writer that refuses to grow past `max` bytes, so an oversized input is never copied whole.
+struct Capped {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len().saturating_add(buf.len()) > self.max {
+            return Err(std::io::Error::other("too large"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Why a walk stopped.
@@ -38,20 +98,19 @@ pub(crate) enum Stop {
     /// JavaScript threw while we ran it (a getter, a proxy trap, `toJSON`); the exception is
     /// pending on the context.
     Js(rquickjs::Error),
-    /// The value is not plain JSON data, or too big.
+    /// The value is not plain JSON data.
     Output(String),
+    /// The value is larger than the walk's limit (in bytes of JSON text).
+    TooLarge(usize),
     /// The CPU budget ran out during the walk.
     Timeout,
+    /// What the host would build does not fit in the call's memory cap.
+    OutOfMemory,
 }
 
 impl From<rquickjs::Error> for Stop {
     fn from(e: rquickjs::Error) -> Self {
-        match e {
-            rquickjs::Error::Utf8(_) => {
-                Stop::Output("a string that is not valid Unicode (unpaired surrogates)".into())
-            }
-            e => Stop::Js(e),
-        }
+        Stop::Js(e)
     }
 }
 
@@ -62,18 +121,35 @@ pub(crate) enum Mode {
     Lenient,
 }
 
+/// Host bytes of one array slot or map value.
+const SLOT: usize = size_of::<Json>();
+/// Host bytes of one map entry besides its key's text: the key's `String`, the value, the
+/// entry's hash and index, doubled for the spare capacity a growing map keeps.
+const ENTRY: usize = 2 * (size_of::<String>() + size_of::<Json>() + 2 * size_of::<usize>());
+/// Error messages name where a value is; a key longer than this is cut in them.
+const POINTER_SEGMENT: usize = 64;
+/// And a pointer longer than this is cut too.
+const POINTER_CAP: usize = 1024;
+
 /// Converts one value. The walk is iterative (an explicit stack of open arrays and objects):
 /// recursion here would spend the real stack that QuickJS's stack limit measures, so a deep
 /// result would look like a stack overflow of the script.
 pub(crate) struct Walker<'a, 'js> {
     ctx: Ctx<'js>,
     budget: &'a Budget,
+    meter: &'a Meter,
     mode: Mode,
     max_bytes: usize,
     bytes: usize,
     visits: u32,
-    /// Keys from the root to the value being converted, for error messages.
-    path: Vec<String>,
+    /// Keys from the root to the value being converted (error messages, and the key the
+    /// value is inserted under).
+    path: Vec<Segment>,
+}
+
+enum Segment {
+    Index(u32),
+    Key(String),
 }
 
 /// An array or object whose members are being converted.
@@ -106,10 +182,17 @@ enum Step<'js> {
 }
 
 impl<'a, 'js> Walker<'a, 'js> {
-    pub(crate) fn new(ctx: Ctx<'js>, budget: &'a Budget, mode: Mode, max_bytes: usize) -> Self {
+    pub(crate) fn new(
+        ctx: Ctx<'js>,
+        budget: &'a Budget,
+        meter: &'a Meter,
+        mode: Mode,
+        max_bytes: usize,
+    ) -> Self {
         Self {
             ctx,
             budget,
+            meter,
             mode,
             max_bytes,
             bytes: 0,
@@ -121,7 +204,7 @@ impl<'a, 'js> Walker<'a, 'js> {
     /// `None` is `undefined` (and anything else that JSON.stringify omits).
     pub(crate) fn walk(&mut self, value: Value<'js>) -> Result<Option<Json>, Stop> {
         let mut open: Vec<Open<'js>> = Vec::new();
-        let mut step = self.property(value, "", &open)?;
+        let mut step = self.property(value, &open)?;
         loop {
             let finished = match step {
                 Step::Open(frame) => {
@@ -132,26 +215,32 @@ impl<'a, 'js> Walker<'a, 'js> {
             };
             if let Some(value) = finished {
                 // `value` belongs to the innermost open container (or is the result).
+                let segment = self.path.pop();
                 match open.last_mut() {
                     None => return Ok(value),
                     Some(Open::Array { items, .. }) => {
+                        if items.len() == items.capacity() {
+                            // Reserve (and pay for) the doubling before it happens.
+                            let more = items.capacity().max(4);
+                            self.charge(more * SLOT)?;
+                            items.reserve_exact(more);
+                        }
                         // JSON.stringify turns holes and undefined in arrays into null.
                         items.push(value.unwrap_or(Json::Null));
                     }
                     Some(Open::Object { map, .. }) => {
-                        let key = self.path.last().cloned().unwrap_or_default();
-                        if let Some(value) = value {
+                        if let (Some(value), Some(Segment::Key(key))) = (value, segment) {
                             self.grow(key.len() + 4)?;
+                            self.charge(key.len() + ENTRY)?;
                             map.insert(key, value);
                         }
                     }
                 }
-                self.path.pop();
             }
             step = match self.next_member(open.last_mut())? {
-                Some((key, member)) => {
-                    self.path.push(key.clone());
-                    self.property(member, &key, &open)?
+                Some((segment, member)) => {
+                    self.path.push(segment);
+                    self.property(member, &open)?
                 }
                 None => match open.pop() {
                     Some(Open::Array { items, .. }) => Step::Done(Some(Json::Array(items))),
@@ -166,7 +255,7 @@ impl<'a, 'js> Walker<'a, 'js> {
     fn next_member(
         &mut self,
         top: Option<&mut Open<'js>>,
-    ) -> Result<Option<(String, Value<'js>)>, Stop> {
+    ) -> Result<Option<(Segment, Value<'js>)>, Stop> {
         match top {
             None => Ok(None),
             Some(Open::Array { obj, len, items }) => {
@@ -178,52 +267,103 @@ impl<'a, 'js> Walker<'a, 'js> {
                 let index = u32::try_from(index).map_err(|_| {
                     Stop::Output(format!("an array too long at {}", self.pointer()))
                 })?;
-                Ok(Some((index.to_string(), obj.get(index)?)))
+                Ok(Some((Segment::Index(index), obj.get(index)?)))
             }
             Some(Open::Object { obj, keys, .. }) => match keys.next() {
                 None => Ok(None),
                 Some(key) => {
-                    let name = atom_text(&self.ctx, &key)?;
-                    Ok(Some((name, obj.get(key)?)))
+                    let name = self.key_text(&key)?;
+                    let value = obj.get(key)?;
+                    Ok(Some((Segment::Key(name), value)))
                 }
             },
         }
     }
 
+    /// A key exactly (strict) or readably (lenient), charged like a string value.
+    fn key_text(&mut self, key: &Atom<'js>) -> Result<String, Stop> {
+        let room = self.room();
+        let text = match self.mode {
+            Mode::Strict => {
+                text::exact_key(&self.ctx, key, room).map_err(|e| self.unreadable(e, "a key"))?
+            }
+            Mode::Lenient => text::lossy(&self.ctx, &key.to_value()?, room)
+                .unwrap_or_else(|| "<unreadable key>".to_owned()),
+        };
+        Ok(text)
+    }
+
+    /// Bytes of JSON text left before the size cap.
+    fn room(&self) -> usize {
+        self.max_bytes.saturating_sub(self.bytes)
+    }
+
+    fn unreadable(&self, e: Unreadable, what: &str) -> Stop {
+        match e {
+            Unreadable::Js(e) => Stop::Js(e),
+            Unreadable::NotUnicode => Stop::Output(format!(
+                "{what} that is not valid Unicode (a lone surrogate) at {}",
+                self.pointer()
+            )),
+            Unreadable::TooLong => self.too_large(),
+        }
+    }
+
+    fn too_large(&self) -> Stop {
+        Stop::TooLarge(self.max_bytes)
+    }
+
+    /// Where the walk is, as a JSON pointer, cut to a readable length.
     fn pointer(&self) -> String {
         if self.path.is_empty() {
-            "the top level".to_owned()
-        } else {
-            self.path.iter().fold(String::new(), |mut p, seg| {
-                p.push('/');
-                p.push_str(&seg.replace('~', "~0").replace('/', "~1"));
-                p
-            })
+            return "the top level".to_owned();
         }
+        let mut p = String::new();
+        for segment in &self.path {
+            p.push('/');
+            match segment {
+                Segment::Index(i) => p.push_str(&i.to_string()),
+                Segment::Key(k) => {
+                    let shown: String = k.chars().take(POINTER_SEGMENT).collect();
+                    p.push_str(&shown.replace('~', "~0").replace('/', "~1"));
+                    if shown.len() < k.len() {
+                        p.push('…');
+                    }
+                }
+            }
+            if p.len() > POINTER_CAP {
+                p.push_str("/…");
+                break;
+            }
+        }
+        p
     }
 
     fn refuse(&self, what: String) -> Result<Step<'js>, Stop> {
         Err(Stop::Output(format!("{what} at {}", self.pointer())))
     }
 
+    /// Counts `n` bytes of JSON text against the output cap.
     fn grow(&mut self, n: usize) -> Result<(), Stop> {
         self.bytes = self.bytes.saturating_add(n);
         if self.bytes > self.max_bytes {
-            return Err(Stop::Output(format!(
-                "it is larger than the limit of {} bytes",
-                self.max_bytes
-            )));
+            return Err(self.too_large());
         }
         Ok(())
     }
 
-    /// One property's value, `toJSON` applied first as JSON.stringify does.
-    fn property(
-        &mut self,
-        value: Value<'js>,
-        key: &str,
-        open: &[Open<'js>],
-    ) -> Result<Step<'js>, Stop> {
+    /// Charges `n` bytes the host is about to allocate to the call's memory cap.
+    fn charge(&self, n: usize) -> Result<(), Stop> {
+        if self.meter.charge_host(n) {
+            Ok(())
+        } else {
+            Err(Stop::OutOfMemory)
+        }
+    }
+
+    /// One property's value (its key is the last of the path), `toJSON` applied first as
+    /// JSON.stringify does.
+    fn property(&mut self, value: Value<'js>, open: &[Open<'js>]) -> Result<Step<'js>, Stop> {
         self.visits = self.visits.wrapping_add(1);
         if self.visits.is_multiple_of(1024) && self.budget.expired() {
             return Err(Stop::Timeout);
@@ -232,7 +372,14 @@ impl<'a, 'js> Walker<'a, 'js> {
             Some(obj) if !value.is_function() => {
                 let to_json: Value = obj.get("toJSON")?;
                 match to_json.as_function() {
-                    Some(f) => f.call((This(value.clone()), key))?,
+                    Some(f) => {
+                        let key = match self.path.last() {
+                            None => String::new(),
+                            Some(Segment::Index(i)) => i.to_string(),
+                            Some(Segment::Key(k)) => k.clone(),
+                        };
+                        f.call((This(value.clone()), key))?
+                    }
                     None => value,
                 }
             }
@@ -268,23 +415,33 @@ impl<'a, 'js> Walker<'a, 'js> {
                 }
             }
             Type::String => {
-                let text = js_string(&self.ctx, &value)?;
+                let room = self.room().saturating_sub(2);
+                let text = match self.mode {
+                    Mode::Strict => text::exact(&self.ctx, &value, room)
+                        .map_err(|e| self.unreadable(e, "a string"))?,
+                    Mode::Lenient => text::lossy(&self.ctx, &value, room)
+                        .unwrap_or_else(|| "<unreadable string>".to_owned()),
+                };
                 self.grow(text.len() + 2)?;
+                self.charge(text.len())?;
                 done(Json::String(text))
             }
-            Type::Symbol if lenient => done(Json::String(describe_symbol(&value))),
-            Type::Symbol => self.refuse(format!("a symbol ({})", describe_symbol(&value))),
+            Type::Symbol if lenient => done(Json::String(describe_symbol(&self.ctx, &value))),
+            Type::Symbol => {
+                self.refuse(format!("a symbol ({})", describe_symbol(&self.ctx, &value)))
+            }
             Type::BigInt if lenient => done(Json::String(describe_bigint(&value))),
             Type::BigInt => self.refuse(format!(
                 "a BigInt ({}; convert it with Number() or String())",
                 describe_bigint(&value)
             )),
             Type::Function | Type::Constructor if lenient => {
-                done(Json::String(describe_function(&value)))
+                done(Json::String(describe_function(&self.ctx, &value)))
             }
-            Type::Function | Type::Constructor => {
-                self.refuse(format!("a function ({})", describe_function(&value)))
-            }
+            Type::Function | Type::Constructor => self.refuse(format!(
+                "a function ({})",
+                describe_function(&self.ctx, &value)
+            )),
             Type::Promise if lenient => done(Json::String("[Promise]".into())),
             Type::Promise => {
                 self.refuse("a promise (await it before returning the result)".to_owned())
@@ -356,8 +513,14 @@ impl<'a, 'js> Walker<'a, 'js> {
             for key in ["name", "message"] {
                 let v: Value = obj.get(key)?;
                 if v.is_string() {
-                    let text = js_string(&self.ctx, &v)?;
+                    let room = self.room();
+                    let text = match self.mode {
+                        Mode::Strict => text::exact(&self.ctx, &v, room)
+                            .map_err(|e| self.unreadable(e, "a string"))?,
+                        Mode::Lenient => text::lossy(&self.ctx, &v, room).unwrap_or_default(),
+                    };
                     self.grow(key.len() + text.len() + 6)?;
+                    self.charge(key.len() + text.len() + ENTRY)?;
                     map.insert(key.to_owned(), Json::String(text));
                 }
             }
@@ -389,50 +552,15 @@ pub(crate) fn js_number_text(f: f64) -> String {
     buf.format(f).to_owned()
 }
 
-/// A JavaScript string as Rust text. Strings with unpaired surrogates (legal in JavaScript, not
-/// in UTF-8) are made well-formed first, each unpaired surrogate becoming U+FFFD. The
-/// `toWellFormed` used is whatever the script left on `String.prototype`: it can only change
-/// text that the script controls anyway, and anything but a well-formed string is refused.
-pub(crate) fn js_string<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<String> {
-    let Some(s) = value.as_string() else {
-        return Ok(String::new());
-    };
-    match s.to_string() {
-        Err(rquickjs::Error::Utf8(e)) => well_formed(ctx, value).ok_or(rquickjs::Error::Utf8(e)),
-        other => other,
-    }
-}
+/// Descriptions of values JSON cannot hold, for error messages: short, whatever the script
+/// made the names and descriptions.
+const DESCRIPTION_CAP: usize = 80;
 
-fn well_formed<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> Option<String> {
-    let fixed = (|| -> rquickjs::Result<Value<'js>> {
-        let string: Object = ctx.globals().get("String")?;
-        let proto: Object = string.get("prototype")?;
-        let to_well_formed: Function = proto.get("toWellFormed")?;
-        to_well_formed.call((This(value.clone()),))
-    })();
-    match fixed {
-        Ok(fixed) => fixed.as_string()?.to_string().ok(),
-        Err(rquickjs::Error::Exception) => {
-            // The script replaced it with something that throws; the caller reports the string.
-            let _ = ctx.catch();
-            None
-        }
-        Err(_) => None,
-    }
-}
-
-fn atom_text<'js>(ctx: &Ctx<'js>, atom: &Atom<'js>) -> rquickjs::Result<String> {
-    match atom.to_string() {
-        Err(rquickjs::Error::Utf8(_)) => js_string(ctx, &atom.to_value()?),
-        other => other,
-    }
-}
-
-fn describe_symbol(value: &Value<'_>) -> String {
+fn describe_symbol<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
     let description = value
         .as_symbol()
         .and_then(|s| s.description().ok())
-        .and_then(|d| d.as_string().and_then(|s| s.to_string().ok()));
+        .and_then(|d| text::lossy(ctx, &d, DESCRIPTION_CAP));
     format!("Symbol({})", description.unwrap_or_default())
 }
 
@@ -443,11 +571,11 @@ fn describe_bigint(value: &Value<'_>) -> String {
     }
 }
 
-fn describe_function(value: &Value<'_>) -> String {
+fn describe_function<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
     let name = value
         .as_object()
         .and_then(|o| o.get::<_, Value>("name").ok())
-        .and_then(|n| n.as_string().and_then(|s| s.to_string().ok()))
+        .and_then(|n| text::lossy(ctx, &n, DESCRIPTION_CAP))
         .filter(|n| !n.is_empty());
     match name {
         Some(n) => format!("[Function {n}]"),

@@ -37,6 +37,59 @@
 //! properties that are `undefined` are left out and in arrays become `null`, as with
 //! `JSON.stringify`. `Error` objects keep their `name` and `message`.
 //!
+//! # What crosses, exactly or not at all
+//! Gateway hooks are a security boundary: what a guard approved must be what goes on. So:
+//! - **Keys and strings cross exactly, both ways.** A key holding NUL (`"path\u0000"`) stays
+//!   a key of its own; astral characters stay whole. A string or key holding a lone surrogate
+//!   (legal in JavaScript, impossible in UTF-8 and so in JSON text) is refused
+//!   ([`SandboxError::Output`]), never replaced.
+//! - **Numbers**: an input integer an IEEE double would change (beyond ±2^53 and not exactly
+//!   representable) is refused ([`SandboxError::Input`]); every other number comes back as the
+//!   same value, written as JavaScript writes it (`1.0` comes back as `1`).
+//! - **Shape**: input and result nest at most 128 levels; the input is at most
+//!   [`SandboxOptions::max_input_bytes`] of JSON text and the result at most
+//!   [`SandboxOptions::max_output_bytes`] ([`SandboxError::Input`],
+//!   [`SandboxError::OutputTooLarge`]). Object keys may come back in JavaScript's order
+//!   (integer-like keys first).
+//!
+//! `tests/identity.rs` checks this as a property: an identity script returns its input
+//! exactly (canonically serialised) or refuses it.
+//!
+//! # What is metered
+//! One memory cap ([`SandboxOptions::memory_limit_bytes`]) covers the script's heap (input,
+//! everything it allocates, its result) **and** what the host builds out of its values: the
+//! JSON result, a thrown value, log arguments. The host's bytes are charged before they are
+//! allocated (array slots, map entries and strings, growth included), so a result small in
+//! the heap but large as Rust values (a sparse array of length 2^32−1, one empty object
+//! repeated a million times) fails with [`SandboxError::OutOfMemory`] and the host grows by no
+//! more than the cap. Strings are copied out only as far as the cap allows.
+//!
+//! Every text that leaves the sandbox is capped: the result (`max_output_bytes`), all console
+//! lines of a call together (`max_output_bytes`; lines past it are counted in one last
+//! warning line), a thrown value's message and an error's name and message (8 KiB each, cut
+//! with `…`), its stack (16 KiB), a thrown non-`Error` value as JSON (64 KiB, else left out),
+//! and the descriptions and JSON pointers in error messages (a key is cut at 64 characters, a
+//! pointer at 1 KiB). Console lines are plain text that may hold any character: whoever logs
+//! them must escape them (the gateway and the engine do).
+//!
+//! # Whose fault a failure is
+//! [`SandboxError::fault`] sorts failures for policies that may forgive some (a hook's
+//! `onHookError: open`): [`Fault::Script`] (it threw, timed out, returned something that is
+//! not JSON data or a promise that never settles) is the script's own; [`Fault::Input`] (the
+//! input too large, too deep or inexact; out of memory; stack overflow; the result over the
+//! output cap) can be caused by whoever shapes the input, so forgiving it would let them switch
+//! the script off; [`Fault::Sandbox`] (cancelled, the background queue full, an internal
+//! failure) is no verdict at all. Only `Fault::Script` should ever be forgiven.
+//!
+//! # Queues and cancellation
+//! Callers that wait share the foreground workers in arrival order.
+//! [`Script::call_in_background`] (fire-and-forget work) runs on one worker of its own behind
+//! a bounded queue ([`SandboxOptions::background_queue`]); when that is full the call is
+//! refused with [`SandboxError::Busy`] and counted ([`Sandbox::background_dropped`]), so
+//! background work neither delays the callers who wait nor piles up. Dropping a call's future
+//! cancels it: a queued call never starts, and a running one is stopped at its next interrupt
+//! check, as a timeout would stop it, instead of using up its CPU budget.
+//!
 //! # Isolation
 //! Every call gets a fresh QuickJS runtime and context, prepared by the worker before the call
 //! arrives: globals, prototype changes, module state, queued jobs and garbage of one call are
@@ -76,10 +129,13 @@
 //!   [`SandboxError::Thrown`] with a readable message, the stack when there is one, and the
 //!   value as JSON when it is plain data.
 //!
-//! Numbers travel as IEEE doubles, as in JavaScript: integers beyond 2^53 lose precision.
-//! `Date.now()` and `Math.random()` are available and differ from call to call.
+//! Numbers travel as IEEE doubles, as in JavaScript; inputs that would lose precision are
+//! refused (see above). `Date.now()` and `Math.random()` are the real clock and randomness and
+//! differ from call to call, unless the call fixes them ([`Script::call_deterministic`],
+//! [`Determinism`]: the engine does so for script nodes of durable runs, which may be replayed).
 
 mod budget;
+mod clock;
 mod compile;
 mod console;
 mod error;
@@ -90,10 +146,12 @@ mod options;
 mod pool;
 mod sandbox;
 mod source;
+mod text;
 mod thrown;
 
+pub use clock::{Determinism, seed_from};
 pub use console::{LogLevel, LogLine};
-pub use error::SandboxError;
+pub use error::{Fault, SandboxError};
 pub use isolate::CallOutcome;
 pub use options::SandboxOptions;
 pub use sandbox::{Sandbox, Script};

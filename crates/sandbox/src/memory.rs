@@ -13,10 +13,16 @@ use std::rc::Rc;
 use rquickjs::Runtime;
 
 /// Bytes held by one runtime, and whether an allocation has been refused since the last reset.
+///
+/// The same budget also covers what the host builds from the call's result (and from thrown
+/// values and log arguments): a script cannot make the host allocate more than its own cap,
+/// whatever the shape of what it returns.
 #[derive(Debug)]
 pub(crate) struct Meter {
     limit: usize,
     used: Cell<usize>,
+    /// Bytes the host has built out of this call's values (an estimate that never undercounts).
+    host: Cell<usize>,
     refused: Cell<bool>,
     /// False when the platform allocator cannot be metered and QuickJS enforces the limit.
     exact: bool,
@@ -33,10 +39,21 @@ impl Meter {
     }
 
     fn admit(&self, more: usize) -> bool {
-        if self.used.get().saturating_add(more) > self.limit {
+        let held = self.used.get().saturating_add(self.host.get());
+        if held.saturating_add(more) > self.limit {
             self.refused.set(true);
             return false;
         }
+        true
+    }
+
+    /// Charges `bytes` the host is about to allocate for this call; false (and nothing
+    /// charged) when they do not fit in what the script's heap leaves of the cap.
+    pub(crate) fn charge_host(&self, bytes: usize) -> bool {
+        if !self.admit(bytes) {
+            return false;
+        }
+        self.host.set(self.host.get().saturating_add(bytes));
         true
     }
 }
@@ -62,6 +79,7 @@ mod capped {
         let meter = Rc::new(Meter {
             limit,
             used: Cell::new(0),
+            host: Cell::new(0),
             refused: Cell::new(false),
             exact: true,
         });
@@ -178,6 +196,7 @@ mod capped {
         let meter = Meter {
             limit,
             used: Cell::new(0),
+            host: Cell::new(0),
             refused: Cell::new(false),
             exact: false,
         };
@@ -194,6 +213,7 @@ mod tests {
         let meter = Meter {
             limit: 100,
             used: Cell::new(90),
+            host: Cell::new(0),
             refused: Cell::new(false),
             exact: true,
         };
@@ -201,5 +221,20 @@ mod tests {
         assert_eq!(meter.refused(), Some(false));
         assert!(!meter.admit(11));
         assert_eq!(meter.refused(), Some(true));
+    }
+
+    #[test]
+    fn host_bytes_and_heap_bytes_share_one_cap() {
+        let meter = Meter {
+            limit: 100,
+            used: Cell::new(60),
+            host: Cell::new(0),
+            refused: Cell::new(false),
+            exact: true,
+        };
+        assert!(meter.charge_host(30));
+        assert!(!meter.charge_host(11));
+        assert!(!meter.admit(11), "the heap sees what the host took");
+        assert!(meter.admit(10));
     }
 }

@@ -12,10 +12,17 @@ pub struct SandboxOptions {
     pub cpu_time: Duration,
     /// How deep the JavaScript stack may grow; recursion beyond it is a `StackOverflow`.
     pub stack_size: usize,
+    /// Cap on the input as JSON text: a larger input is refused before it is copied
+    /// ([`crate::SandboxError::Input`], a fault of the input, never of the script).
+    pub max_input_bytes: usize,
     /// Cap on the result as JSON text, and separately on the captured console output.
     pub max_output_bytes: usize,
     /// Worker threads, each running one call at a time.
     pub workers: usize,
+    /// Background calls ([`crate::Script::call_in_background`]) run on a worker of their own,
+    /// started on the first such call, so they never hold up the callers who wait; at most
+    /// this many wait for it, and the next is refused with [`crate::SandboxError::Busy`].
+    pub background_queue: usize,
 }
 
 impl Default for SandboxOptions {
@@ -24,7 +31,9 @@ impl Default for SandboxOptions {
             memory_limit_bytes: 32 << 20,
             cpu_time: Duration::from_millis(100),
             stack_size: 512 << 10,
+            max_input_bytes: 4 << 20,
             max_output_bytes: 4 << 20,
+            background_queue: 64,
             workers: std::thread::available_parallelism()
                 .map(|n| n.get().clamp(1, 2))
                 .unwrap_or(1),
@@ -56,8 +65,8 @@ impl SandboxOptions {
                 self.stack_size
             ));
         }
-        if self.max_output_bytes == 0 {
-            return bad("max_output_bytes must be more than zero".into());
+        if self.max_output_bytes == 0 || self.max_input_bytes == 0 {
+            return bad("max_input_bytes and max_output_bytes must be more than zero".into());
         }
         if self.workers == 0 {
             return bad("workers must be at least 1".into());

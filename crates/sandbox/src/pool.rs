@@ -1,15 +1,23 @@
 //! Worker threads. A QuickJS runtime is not `Send`, so each worker owns its runtimes for their
-//! whole life and callers talk to it through a shared queue; a slow call holds up only its own
+//! whole life and callers talk to it through a queue; a slow call holds up only its own
 //! worker. Each worker keeps one fresh isolate ready, so a call starts without paying for
 //! creating one.
+//!
+//! Two queues: the callers who wait for an answer share the foreground workers in arrival order
+//! (an unbounded queue: each of them is a request in flight, bounded where requests are
+//! admitted); calls nobody waits for (fire-and-forget hooks) go to one background worker of their
+//! own through a bounded queue, so background work can neither delay the callers who wait nor
+//! pile up without limit: when its queue is full the call is refused and counted.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, TrySendError, channel, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::clock::Determinism;
 use crate::isolate::{CallOutcome, Compiled, Isolate};
 use crate::{SandboxError, SandboxOptions};
 
@@ -17,12 +25,18 @@ pub(crate) struct Job {
     pub(crate) script: Arc<Compiled>,
     pub(crate) input: String,
     pub(crate) cpu_time: Duration,
+    pub(crate) determinism: Option<Determinism>,
+    /// Set when the caller stops waiting; the interrupt handler then stops the script.
+    pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) reply: oneshot::Sender<CallOutcome>,
 }
 
-/// Dropping the pool closes the queue; each worker finishes the call it is running and exits.
+/// Dropping the pool closes the queues; each worker finishes the call it is running and exits.
 pub(crate) struct Pool {
     queue: Sender<Job>,
+    background: OnceLock<Result<SyncSender<Job>, SandboxError>>,
+    dropped: AtomicU64,
+    options: SandboxOptions,
 }
 
 impl Pool {
@@ -30,15 +44,14 @@ impl Pool {
         let (queue, jobs) = channel::<Job>();
         let jobs = Arc::new(Mutex::new(jobs));
         for index in 0..options.workers {
-            let jobs = Arc::clone(&jobs);
-            let options = options.clone();
-            std::thread::Builder::new()
-                .name(format!("mcpflow-sandbox-{index}"))
-                .stack_size(options.thread_stack_size())
-                .spawn(move || work(&jobs, &options))
-                .map_err(|e| SandboxError::Internal(format!("starting a worker thread: {e}")))?;
+            spawn_worker(format!("mcpflow-sandbox-{index}"), &jobs, options)?;
         }
-        Ok(Self { queue })
+        Ok(Self {
+            queue,
+            background: OnceLock::new(),
+            dropped: AtomicU64::new(0),
+            options: options.clone(),
+        })
     }
 
     pub(crate) fn submit(&self, job: Job) -> Result<(), SandboxError> {
@@ -46,6 +59,51 @@ impl Pool {
             .send(job)
             .map_err(|_| SandboxError::Internal("the sandbox workers have stopped".into()))
     }
+
+    /// Queues a call for the background worker (started on first use), or refuses it when
+    /// the background queue is full.
+    pub(crate) fn submit_background(&self, job: Job) -> Result<(), SandboxError> {
+        let queue = self.background.get_or_init(|| {
+            let capacity = self.options.background_queue;
+            let (queue, jobs) = sync_channel::<Job>(capacity);
+            let jobs = Arc::new(Mutex::new(jobs));
+            spawn_worker("mcpflow-sandbox-bg".into(), &jobs, &self.options)?;
+            Ok(queue)
+        });
+        let queue = queue.as_ref().map_err(Clone::clone)?;
+        match queue.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                Err(SandboxError::Busy {
+                    queued: self.options.background_queue,
+                })
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SandboxError::Internal(
+                "the sandbox's background worker has stopped".into(),
+            )),
+        }
+    }
+
+    /// Background calls refused so far because the background queue was full.
+    pub(crate) fn background_dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+fn spawn_worker(
+    name: String,
+    jobs: &Arc<Mutex<Receiver<Job>>>,
+    options: &SandboxOptions,
+) -> Result<(), SandboxError> {
+    let jobs = Arc::clone(jobs);
+    let options = options.clone();
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(options.thread_stack_size())
+        .spawn(move || work(&jobs, &options))
+        .map(drop)
+        .map_err(|e| SandboxError::Internal(format!("starting a worker thread: {e}")))
 }
 
 fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
@@ -59,7 +117,7 @@ fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
         }
         let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
         let Ok(job) = next else { break };
-        if job.reply.is_closed() {
+        if job.reply.is_closed() || job.cancel.load(Ordering::Relaxed) {
             // The caller gave up while the job waited; the ready isolate stays unused.
             continue;
         }
@@ -80,10 +138,7 @@ fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
 }
 
 fn run(isolate: &Isolate, job: &Job) -> CallOutcome {
-    catch_unwind(AssertUnwindSafe(|| {
-        isolate.call(&job.script, &job.input, job.cpu_time)
-    }))
-    .unwrap_or_else(|panic| {
+    catch_unwind(AssertUnwindSafe(|| isolate.call(job))).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())

@@ -1,10 +1,12 @@
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value as Json;
 use tokio::sync::oneshot;
 
+use crate::clock::Determinism;
 use crate::compile;
 use crate::isolate::{CallOutcome, Compiled};
 use crate::json;
@@ -43,6 +45,12 @@ impl Sandbox {
 
     pub fn options(&self) -> &SandboxOptions {
         &self.shared.options
+    }
+
+    /// Background calls refused so far because the background queue was full
+    /// ([`Script::call_in_background`]).
+    pub fn background_dropped(&self) -> u64 {
+        self.shared.pool.background_dropped()
     }
 
     /// Same as [`Script::compile`].
@@ -124,30 +132,67 @@ impl Script {
 
     /// Like [`Script::call`], and also returns what the script wrote with `console.*` and the
     /// CPU time it used, whether or not it succeeded.
+    ///
+    /// Dropping the future cancels the call: a script still waiting is never started, and a
+    /// running one is stopped at its next interrupt check rather than using up its budget.
     pub fn call_with_logs(
         &self,
         input: &Json,
     ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        self.submit(input, None, Queue::Foreground)
+    }
+
+    /// Like [`Script::call_with_logs`], with `Date.now()`, `new Date()` and `Math.random()`
+    /// fixed by `fixed` (see [`Determinism`]): the same input and `fixed` give the same result,
+    /// for calls that are repeated when a durable run resumes.
+    pub fn call_deterministic(
+        &self,
+        input: &Json,
+        fixed: Determinism,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        self.submit(input, Some(fixed), Queue::Foreground)
+    }
+
+    /// Queues a call nobody waits for (a fire-and-forget hook) on the sandbox's background
+    /// worker, which never takes a foreground caller's turn. When the background queue is full
+    /// the call is refused with [`SandboxError::Busy`] (and counted, see
+    /// [`Sandbox::background_dropped`]) instead of growing without limit. The future need not be
+    /// awaited for the call to run; dropping it cancels the call.
+    pub fn call_in_background(
+        &self,
+        input: &Json,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
+        self.submit(input, None, Queue::Background)
+    }
+
+    fn submit(
+        &self,
+        input: &Json,
+        determinism: Option<Determinism>,
+        queue: Queue,
+    ) -> impl Future<Output = CallOutcome> + Send + 'static {
         let (reply, outcome) = oneshot::channel();
-        let serialized = if json::deeper_than(input, json::MAX_DEPTH) {
-            Err(SandboxError::Input {
-                reason: format!("it is nested deeper than {} levels", json::MAX_DEPTH),
-            })
-        } else {
-            serde_json::to_string(input).map_err(|e| SandboxError::Input {
-                reason: e.to_string(),
-            })
-        };
-        let submitted = match serialized {
-            Ok(input) => self.sandbox.shared.pool.submit(Job {
-                script: Arc::clone(&self.compiled),
-                input,
-                cpu_time: self.cpu_time,
-                reply,
-            }),
-            Err(e) => Err(e),
-        };
+        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
+        let shared = &self.sandbox.shared;
+        let submitted = json::input_text(input, shared.options.max_input_bytes)
+            .map_err(|reason| SandboxError::Input { reason })
+            .and_then(|input| {
+                let job = Job {
+                    script: Arc::clone(&self.compiled),
+                    input,
+                    cpu_time: self.cpu_time,
+                    determinism,
+                    cancel: Arc::clone(&cancel.0),
+                    reply,
+                };
+                match queue {
+                    Queue::Foreground => shared.pool.submit(job),
+                    Queue::Background => shared.pool.submit_background(job),
+                }
+            });
         async move {
+            // Owned by the future: dropping it before the answer stops the script.
+            let _cancel = cancel;
             if let Err(e) = submitted {
                 return CallOutcome::failed(e);
             }
@@ -157,6 +202,21 @@ impl Script {
                 ))
             })
         }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Queue {
+    Foreground,
+    Background,
+}
+
+/// Tells the worker that nobody waits for the call any more.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

@@ -5,9 +5,10 @@ use serde_json::Value as Json;
 
 use crate::SandboxError;
 use crate::budget::Budget;
-use crate::json::{Mode, Stop, Walker, js_number_text, js_string};
+use crate::json::{Mode, Stop, Walker, js_number_text};
 use crate::memory::Meter;
 use crate::source::adjust_stack;
+use crate::text;
 
 /// What is needed to explain a failure of one call.
 pub(crate) struct Env<'a> {
@@ -18,13 +19,20 @@ pub(crate) struct Env<'a> {
     pub(crate) prefix: usize,
 }
 
-/// Rendered text of a thrown value or a log argument is cut here; it is meant for humans.
-const RENDER_CAP: usize = 8 << 10;
+/// Rendered text of a thrown value, an error's name or message, or a log argument is cut here
+/// (marked `…`); it is meant for humans.
+pub(crate) const RENDER_CAP: usize = 8 << 10;
+/// An error's stack is cut here.
+pub(crate) const STACK_CAP: usize = 16 << 10;
 /// A thrown non-Error value is also handed back as JSON up to this size.
-const THROWN_VALUE_CAP: usize = 64 << 10;
+pub(crate) const THROWN_VALUE_CAP: usize = 64 << 10;
 
 impl Env<'_> {
-    fn timeout(&self) -> SandboxError {
+    /// The budget stopped the call: its CPU time ran out, or its caller went away.
+    pub(crate) fn timeout(&self) -> SandboxError {
+        if self.budget.cancelled() {
+            return SandboxError::Cancelled;
+        }
         SandboxError::Timeout {
             budget: self.budget.limit(),
         }
@@ -52,8 +60,10 @@ impl Env<'_> {
         match stop {
             Stop::Js(e) => self.explain_js_error(ctx, e),
             Stop::Timeout => self.timeout(),
-            Stop::Output(_) if self.budget.fired() => self.timeout(),
+            Stop::Output(_) | Stop::TooLarge(_) if self.budget.fired() => self.timeout(),
+            Stop::TooLarge(limit) => SandboxError::OutputTooLarge { limit },
             Stop::Output(reason) => SandboxError::Output { reason },
+            Stop::OutOfMemory => self.out_of_memory(),
         }
     }
 
@@ -79,8 +89,9 @@ impl Env<'_> {
             return self.out_of_memory();
         }
         if let (true, Some(obj)) = (thrown.is_error(), thrown.as_object()) {
-            let name = text_property(ctx, obj, "name").unwrap_or_else(|| "Error".into());
-            let message = text_property(ctx, obj, "message").unwrap_or_default();
+            let name =
+                text_property(ctx, obj, "name", RENDER_CAP).unwrap_or_else(|| "Error".into());
+            let message = text_property(ctx, obj, "message", RENDER_CAP).unwrap_or_default();
             // QuickJS reports these two engine limits with these exact errors. A look-alike thrown
             // by the script is told apart where the allocator knows whether it refused; a stack
             // overflow look-alike only mislabels the script's own failure.
@@ -95,7 +106,7 @@ impl Env<'_> {
                 }
                 _ => {}
             }
-            let stack = text_property(ctx, obj, "stack")
+            let stack = text_property(ctx, obj, "stack", STACK_CAP)
                 .filter(|s| !s.trim().is_empty())
                 .map(|s| adjust_stack(&s, self.script, self.prefix));
             let message = if message.is_empty() {
@@ -109,9 +120,15 @@ impl Env<'_> {
                 stack,
             };
         }
-        let value = match Walker::new(ctx.clone(), self.budget, Mode::Strict, THROWN_VALUE_CAP)
-            .walk(thrown.clone())
-        {
+        let walked = Walker::new(
+            ctx.clone(),
+            self.budget,
+            self.meter,
+            Mode::Strict,
+            THROWN_VALUE_CAP,
+        )
+        .walk(thrown.clone());
+        let value = match walked {
             Ok(v) => v,
             Err(stop) => {
                 discard(ctx, stop);
@@ -119,7 +136,7 @@ impl Env<'_> {
             }
         };
         SandboxError::Thrown {
-            message: render(ctx, self.budget, thrown),
+            message: render(ctx, self.budget, self.meter, thrown),
             value,
             stack: None,
         }
@@ -127,9 +144,9 @@ impl Env<'_> {
 }
 
 /// A property as text, or `None` if it is missing, not a string, or its getter throws.
-fn text_property<'js>(ctx: &Ctx<'js>, obj: &Object<'js>, key: &str) -> Option<String> {
+fn text_property<'js>(ctx: &Ctx<'js>, obj: &Object<'js>, key: &str, cap: usize) -> Option<String> {
     match obj.get::<_, Value>(key) {
-        Ok(v) if v.is_string() => js_string(ctx, &v).ok(),
+        Ok(v) if v.is_string() => text::lossy(ctx, &v, cap),
         Ok(_) => None,
         Err(e) => {
             discard(ctx, Stop::Js(e));
@@ -145,10 +162,17 @@ fn discard(ctx: &Ctx<'_>, stop: Stop) {
     }
 }
 
-/// A value as a developer would want to read it in a log line or an error message.
-pub(crate) fn render<'js>(ctx: &Ctx<'js>, budget: &Budget, value: Value<'js>) -> String {
+/// A value as a developer would want to read it in a log line or an error message, at most
+/// about [`RENDER_CAP`] bytes.
+pub(crate) fn render<'js>(
+    ctx: &Ctx<'js>,
+    budget: &Budget,
+    meter: &Meter,
+    value: Value<'js>,
+) -> String {
     if value.is_string() {
-        return js_string(ctx, &value).unwrap_or_else(|_| "<unreadable string>".into());
+        return text::lossy(ctx, &value, RENDER_CAP)
+            .unwrap_or_else(|| "<unreadable string>".into());
     }
     if value.is_undefined() {
         return "undefined".into();
@@ -157,13 +181,13 @@ pub(crate) fn render<'js>(ctx: &Ctx<'js>, budget: &Budget, value: Value<'js>) ->
         return js_number_text(f);
     }
     if let (true, Some(obj)) = (value.is_error(), value.as_object()) {
-        let name = text_property(ctx, obj, "name").unwrap_or_else(|| "Error".into());
-        return match text_property(ctx, obj, "message").filter(|m| !m.is_empty()) {
+        let name = text_property(ctx, obj, "name", RENDER_CAP).unwrap_or_else(|| "Error".into());
+        return match text_property(ctx, obj, "message", RENDER_CAP).filter(|m| !m.is_empty()) {
             Some(message) => format!("{name}: {message}"),
             None => name,
         };
     }
-    match Walker::new(ctx.clone(), budget, Mode::Lenient, RENDER_CAP).walk(value.clone()) {
+    match Walker::new(ctx.clone(), budget, meter, Mode::Lenient, RENDER_CAP).walk(value.clone()) {
         Ok(Some(Json::String(s))) => s,
         Ok(Some(json)) => json.to_string(),
         Ok(None) => "undefined".into(),

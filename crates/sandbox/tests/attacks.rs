@@ -448,9 +448,7 @@ async fn huge_strings_fail_cleanly() {
 #[tokio::test]
 async fn a_result_over_the_output_cap_is_refused() {
     let sb = sandbox_with(|o| o.max_output_bytes = 64 << 10);
-    let too_big = SandboxError::Output {
-        reason: "it is larger than the limit of 65536 bytes".into(),
-    };
+    let too_big = SandboxError::OutputTooLarge { limit: 65536 };
     for big in [
         "() => 'x'.repeat(100000)",
         // A small heap can describe an exponentially large result: x = [x, x], 40 times.
@@ -509,7 +507,7 @@ async fn hostile_results_are_contained_while_they_are_converted() {
     assert_eq!(
         out,
         Err(SandboxError::Output {
-            reason: "a string that is not valid Unicode (unpaired surrogates)".into()
+            reason: "a string that is not valid Unicode (a lone surrogate) at /s".into()
         })
     );
     // A proxy that hands out itself at every key is a cycle; one that hands out fresh proxies

@@ -252,7 +252,7 @@ async fn undefined_is_none_and_is_dropped_inside_objects_as_json_does() {
 }
 
 #[tokio::test]
-async fn tojson_dates_errors_and_lone_surrogates_convert_sensibly() {
+async fn tojson_dates_and_errors_convert_sensibly() {
     let sb = sandbox();
     let out = run(
         &sb,
@@ -260,7 +260,6 @@ async fn tojson_dates_errors_and_lone_surrogates_convert_sensibly() {
             date: new Date(0),
             custom: { toJSON(key) { return "custom:" + key; } },
             error: new TypeError("bad"),
-            broken: "a\ud800b",
             map: new Map([[1, 2]]),
         })"#,
         json!(null),
@@ -272,7 +271,6 @@ async fn tojson_dates_errors_and_lone_surrogates_convert_sensibly() {
             "date": "1970-01-01T00:00:00.000Z",
             "custom": "custom:custom",
             "error": {"name": "TypeError", "message": "bad"},
-            "broken": "a\u{fffd}b",
             "map": {},
         })))
     );
