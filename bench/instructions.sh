@@ -9,6 +9,7 @@
 #   bench/instructions.sh http                  # graph tool over Streamable HTTP, 2025-11-25
 #   PROTOCOL=2026-07-28 bench/instructions.sh http
 #   bench/instructions.sh gateway               # pass-through over stdio (bench/configs/gateway.yaml)
+#   bench/instructions.sh gateway_hook          # the same with one blocking JavaScript pre hook
 #   CLIENTS=16 LOW=200 HIGH=1200 SKIP_BUILD=1 bench/instructions.sh http
 #   MCPFLOW=/path/to/other/mcpflow bench/instructions.sh http   # A/B another build
 #
@@ -54,17 +55,22 @@ run_http() { # calls out
     wait "$server" || true
 }
 
-run_gateway() { # calls out
+run_gateway() { # calls out [config]
     local line
     line=$("$REL/mcpflow-bench" concurrent --calls "$1" --concurrency "$CLIENTS" --tool fx__echo \
         --args '{"x": 21}' --label callgrind -- \
-        valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/gateway.yaml)
+        valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve "${3:-bench/configs/gateway.yaml}")
     [[ $(jq -c .result <<<"$line") == '{"x":21}' ]] || { echo "bench: $line" >&2; exit 1; }
 }
 
+# Callgrind counts every thread of the process, so the sandbox's workers are in the total.
+run_gateway_hook() { # calls out
+    run_gateway "$1" "$2" bench/configs/gateway_hook.yaml
+}
+
 case $mode in
-    http | gateway) ;;
-    *) echo "bench: unknown mode '$mode' (http or gateway)" >&2; exit 2 ;;
+    http | gateway | gateway_hook) ;;
+    *) echo "bench: unknown mode '$mode' (http, gateway or gateway_hook)" >&2; exit 2 ;;
 esac
 "run_$mode" "$LOW" "$work/low.out"
 "run_$mode" "$HIGH" "$work/high.out"

@@ -27,14 +27,17 @@
 //! - `${VAR}` references in server settings ([`interpolate`]): an unset variable is an error;
 //! - the graphs: one entry and one exit per tool, unique node ids and tool names, every `next`
 //!   and every mcp `server` defined, the exit reachable from the entry (unreachable nodes are
-//!   warnings), tool schemas that compile, and the syntax of every JSONata expression and JSON
-//!   Logic rule;
-//! - `script` nodes: `file:` scripts read (relative to the config), every script compiled in the
-//!   sandbox, so JavaScript syntax errors point at their line and column;
+//!   warnings);
+//! - `script` nodes: `file:` scripts read (relative to the config);
 //! - the resilience extensions: `retry` only on `mcp`/`call` nodes, every branch, body and
 //!   `onError` target defined, every `parallel` branch reaching its join and every `foreach`
 //!   body routing back to its `foreach` (never into the exit), `call` targets defined and free
 //!   of cycles.
+//!
+//! Expressions, scripts and schemas are compiled by the engine, once; [`Loader::read`] gives a
+//! [`Draft`] to compile and [`Draft::finish`] places the compiler's errors (JSON pointers, see
+//! [`mcpflow_model::CompileError`]) at their `file:line:col` among the loader's own, so JSONata
+//! and JavaScript syntax errors point at their line and column.
 //!
 //! Leniency kept for files written for mcpGraph: a stdio server's `args` may be omitted (empty),
 //! a number written `1.0` is the integer 1 (as in JavaScript). Stricter than mcpGraph: unknown
@@ -42,26 +45,29 @@
 
 mod error;
 mod flow;
-pub mod http;
 pub mod interpolate;
 mod load;
-pub mod model;
 mod place;
 pub mod proxy;
 mod schema;
 pub mod script;
-pub mod session;
 mod source;
 mod structure;
 mod suggest;
 mod validate;
+mod version;
 mod yaml;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use load::{Loaded, Loader, load, load_str, node_pointer};
-pub use model::*;
+pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
+pub use mcpflow_model::*;
+pub use mcpflow_model::{http, session};
 pub use schema::schema;
-pub use script::{ScriptFile, ScriptInput, ScriptLimits, ScriptNode};
-pub use session::{AwaitMode, AwaitNode, SessionsConfig};
+
+/// The config's types, which live in [`mcpflow_model`]; kept at this path for existing users.
+pub mod model {
+    pub use mcpflow_model::*;
+}
 pub use source::{SourceMap, SourcePos};
+pub use version::version;
 pub use yaml::{MAX_ALIAS_REPLAY, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES};

@@ -1,12 +1,15 @@
 //! The loading pipeline: read → parse with positions → merge `mcp.json` → check structure →
-//! interpolate `${VAR}` → check graphs → build the typed [`Config`].
+//! interpolate `${VAR}` → check graphs → read script files → build the typed [`Config`] (a
+//! [`Draft`]) → place the engine's compile errors ([`Draft::finish`]) → [`Loaded`].
 //!
 //! Each stage collects problems instead of stopping at the first, so one run shows the author
-//! everything that is wrong.
+//! everything that is wrong, the compiler's findings included.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+use mcpflow_model::{CompileError, CompileErrors, Node, ToolParts, Within};
 
 use crate::error::{ConfigError, ConfigErrors};
 use crate::interpolate::{InterpolationError, interpolate};
@@ -57,6 +60,9 @@ pub fn node_pointer(tool: usize, node: usize) -> String {
 
 /// Loads a config file, merging the servers of `mcp_json` (the `{"mcpServers": {…}}` file MCP
 /// clients use) when given; `${VAR}` in server settings is read from the process environment.
+///
+/// Expressions, scripts and schemas are not compiled: that is the engine's job, and
+/// [`Loader::read`] with [`Draft::finish`] reports its errors next to the loader's.
 pub fn load(path: &Path, mcp_json: Option<&Path>) -> Result<Loaded, ConfigErrors> {
     let mut loader = Loader::new();
     if let Some(m) = mcp_json {
@@ -119,7 +125,19 @@ impl<'a> Loader<'a> {
         self
     }
 
+    /// [`Loader::read`] and [`Draft::finish`] with nothing compiled.
     pub fn load(&self, path: &Path) -> Result<Loaded, ConfigErrors> {
+        self.read(path)?.finish(Vec::new())
+    }
+
+    /// [`Loader::read_str`] and [`Draft::finish`] with nothing compiled.
+    pub fn load_str(&self, text: &str, name: &str) -> Result<Loaded, ConfigErrors> {
+        self.read_str(text, name)?.finish(Vec::new())
+    }
+
+    /// Reads and checks a config file, up to what the engine compiles. Fails at once only
+    /// when the file cannot be read or parsed; every other problem waits in the [`Draft`].
+    pub fn read(&self, path: &Path) -> Result<Draft, ConfigErrors> {
         let name = path.display().to_string();
         let text = read(path, &name)?;
         let dir = match path.parent() {
@@ -129,7 +147,8 @@ impl<'a> Loader<'a> {
         self.run(&text, &name, path.to_path_buf(), dir)
     }
 
-    pub fn load_str(&self, text: &str, name: &str) -> Result<Loaded, ConfigErrors> {
+    /// [`Loader::read`] for a config given as text; `name` is used in messages.
+    pub fn read_str(&self, text: &str, name: &str) -> Result<Draft, ConfigErrors> {
         let path = PathBuf::from(name);
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -144,7 +163,7 @@ impl<'a> Loader<'a> {
         name: &str,
         path: PathBuf,
         dir: &Path,
-    ) -> Result<Loaded, ConfigErrors> {
+    ) -> Result<Draft, ConfigErrors> {
         let mut sources = SourceMap::default();
         let main = sources.add_file(name, text);
         let parsed = match yaml::parse(text, main) {
@@ -163,25 +182,37 @@ impl<'a> Loader<'a> {
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
         let findings = validate::check(&doc, &sources);
         problems.extend(findings.errors);
-        let scripts = crate::script::check(&doc, &mut sources, dir, &mut problems);
-        let warnings = resolve_all(&sources, findings.warnings);
-        if !problems.is_empty() {
-            return Err(ConfigErrors {
-                errors: resolve_all(&sources, problems),
-                warnings,
-            });
-        }
-        let mut config: Config = serde_json::from_value(doc).map_err(|e| ConfigErrors {
-            errors: vec![sources.resolve(Problem::new("", format!("invalid config: {e}")))],
-            warnings: warnings.clone(),
-        })?;
-        crate::script::attach(&mut config, scripts);
-        Ok(Loaded {
+        let scripts = crate::script::read_all(&doc, &mut sources, dir, &mut problems);
+        let config = if problems.is_empty() {
+            match serde_json::from_value::<Config>(doc.clone()) {
+                Ok(mut config) => {
+                    for s in &scripts {
+                        let node = config
+                            .tools
+                            .get_mut(s.tool)
+                            .and_then(|t| t.nodes.get_mut(s.node));
+                        crate::script::attach(node, s);
+                    }
+                    Some(config)
+                }
+                Err(e) => {
+                    problems.push(Problem::new("", format!("invalid config: {e}")));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Draft {
             config,
+            doc,
+            sources,
+            problems,
+            warnings: findings.warnings,
+            schema_advice: findings.schema_advice,
+            scripts,
             path,
             base_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
-            warnings,
-            sources,
         })
     }
 
@@ -308,6 +339,159 @@ fn read(path: &Path, name: &str) -> Result<String, ConfigErrors> {
     }
     let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
     String::from_utf8(bytes).map_err(|_| fail("the file is not UTF-8 text".to_owned()))
+}
+
+/// A config read and checked by the loader, waiting for the engine to compile it.
+///
+/// ```ignore
+/// let (loaded, engine) = mcpflow_config::Loader::new().read(path)?.compile(
+///     |config, base_dir| Engine::new(config, UpstreamPool::new(config.mcp_servers.clone(), base_dir.into())),
+///     mcpflow_engine::check,
+/// )?; // or every problem, the compiler's too, with file:line:col
+/// ```
+#[derive(Debug)]
+pub struct Draft {
+    config: Option<Config>,
+    doc: Value,
+    sources: SourceMap,
+    problems: Vec<Problem>,
+    warnings: Vec<Problem>,
+    schema_advice: Vec<Problem>,
+    scripts: Vec<crate::script::ReadScript>,
+    path: PathBuf,
+    base_dir: PathBuf,
+}
+
+impl Draft {
+    /// The typed config, when the loader found nothing wrong (the compiler still may).
+    pub fn config(&self) -> Option<&Config> {
+        self.config.as_ref()
+    }
+
+    /// The config file's directory, absolute.
+    pub fn base_dir(&self) -> &Path {
+        &self.base_dir
+    }
+
+    /// What can still be compiled of a config the loader found problems in: each tool's schemas
+    /// and its nodes that are well-formed on their own, `file:` scripts attached.
+    pub fn parts(&self) -> Vec<ToolParts> {
+        let tools = self.doc.get("tools").and_then(Value::as_array);
+        let mut parts = Vec::new();
+        for (t, tool) in tools.into_iter().flatten().enumerate() {
+            let Some(tool) = tool.as_object() else {
+                continue;
+            };
+            let nodes = tool.get("nodes").and_then(Value::as_array);
+            let mut typed = Vec::new();
+            for (n, node) in nodes.into_iter().flatten().enumerate() {
+                let Ok(mut node) = serde_json::from_value::<Node>(node.clone()) else {
+                    continue;
+                };
+                for s in self.scripts.iter().filter(|s| (s.tool, s.node) == (t, n)) {
+                    crate::script::attach(Some(&mut node), s);
+                }
+                typed.push((n, node));
+            }
+            parts.push(ToolParts {
+                index: t,
+                name: tool.get("name").and_then(Value::as_str).map(str::to_owned),
+                input_schema: tool.get("inputSchema").cloned(),
+                output_schema: tool.get("outputSchema").cloned(),
+                nodes: typed,
+            });
+        }
+        parts
+    }
+
+    /// Compiles the config with `compile` (the engine) when the loader found it sound, else
+    /// runs `check` over what can still be compiled ([`Draft::parts`]); then
+    /// [`Draft::finish`]es with the compiler's errors, so every problem is reported at once.
+    pub fn compile<T>(
+        self,
+        compile: impl FnOnce(&Config, &Path) -> Result<T, CompileErrors>,
+        check: impl FnOnce(&[ToolParts]) -> Vec<CompileError>,
+    ) -> Result<(Loaded, T), ConfigErrors> {
+        let (compiled, errors) = match &self.config {
+            Some(config) => match compile(config, &self.base_dir) {
+                Ok(t) => (Some(t), Vec::new()),
+                Err(e) => (None, e.0),
+            },
+            None => (None, check(&self.parts())),
+        };
+        let loaded = self.finish(errors)?;
+        match compiled {
+            Some(t) => Ok((loaded, t)),
+            None => Err(ConfigErrors::single(loaded.sources.resolve(Problem::new(
+                "",
+                "the config did not compile, and the compiler did not say why",
+            )))),
+        }
+    }
+
+    /// Places the compiler's errors in the files and reports them with the loader's own, all
+    /// at once; a config with neither is [`Loaded`].
+    pub fn finish(self, compiled: Vec<CompileError>) -> Result<Loaded, ConfigErrors> {
+        let Draft {
+            config,
+            doc,
+            sources,
+            mut problems,
+            mut warnings,
+            schema_advice,
+            scripts,
+            path,
+            base_dir,
+        } = self;
+        // Advice about a schema the compiler rejected would only distract from its error.
+        warnings.extend(schema_advice.into_iter().filter(|w| {
+            !compiled.iter().any(|e| {
+                e.pointer
+                    .strip_prefix(&w.pointer)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        }));
+        for e in compiled {
+            let anchor = match e.within {
+                Within::Value => Anchor::Value,
+                Within::Offset(offset) => doc
+                    .pointer(&e.pointer)
+                    .and_then(Value::as_str)
+                    .and_then(|src| sources.offset_in_string(&e.pointer, src, offset))
+                    .unwrap_or(Anchor::Value),
+                Within::FileLine { line, col } => script_source(&scripts, &e.pointer)
+                    .map_or(Anchor::Value, |file| Anchor::At(file, Pos { line, col })),
+            };
+            problems.push(Problem {
+                pointer: e.pointer,
+                anchor,
+                message: e.message,
+                hint: e.hint,
+            });
+        }
+        let warnings = resolve_all(&sources, warnings);
+        match config {
+            Some(config) if problems.is_empty() => Ok(Loaded {
+                config,
+                path,
+                base_dir,
+                warnings,
+                sources,
+            }),
+            _ => Err(ConfigErrors {
+                errors: resolve_all(&sources, problems),
+                warnings,
+            }),
+        }
+    }
+}
+
+/// The source file of the `file:` script whose pointer is `/tools/T/nodes/N/file`.
+fn script_source(scripts: &[crate::script::ReadScript], pointer: &str) -> Option<usize> {
+    scripts
+        .iter()
+        .find(|s| pointer == format!("{}/file", node_pointer(s.tool, s.node)))
+        .and_then(|s| s.source)
 }
 
 /// Sorted by file (the config first), then line and column.

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+pub(crate) use mcpflow_model::describe;
+
 /// Splits a JSON pointer into its unescaped segments.
 pub(crate) fn segments(pointer: &str) -> Vec<String> {
     if pointer.is_empty() {
@@ -85,19 +87,6 @@ pub(crate) fn field_name(pointer: &str) -> String {
         "the config".to_owned()
     } else {
         format!("\"{name}\"")
-    }
-}
-
-/// A short description of a value for "got …" in messages. Never quotes long text.
-pub(crate) fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "nothing (null)".into(),
-        Value::Bool(b) => format!("{b}"),
-        Value::Number(n) => format!("{n}"),
-        Value::String(s) if s.chars().count() > 40 => "a string".into(),
-        Value::String(s) => format!("the string \"{s}\""),
-        Value::Array(_) => "a list".into(),
-        Value::Object(_) => "a mapping".into(),
     }
 }
 

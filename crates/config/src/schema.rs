@@ -1,20 +1,12 @@
-//! The JSON Schema of the config, generated from the types in [`crate::model`].
-
-use std::sync::OnceLock;
+//! The JSON Schema of the config, generated from the types in [`mcpflow_model`].
 
 use serde_json::Value;
 
-use crate::model::Config;
-
-/// The JSON Schema (draft 2020-12) of a config file, as `mcpflow schema` prints it.
+/// The JSON Schema (draft 2020-12) of a config file, as `mcpflow schema` prints it (an owned
+/// copy of [`mcpflow_model::schema`]).
 ///
 /// Every object has `additionalProperties: false`: an editor using it flags a misspelt key the
 /// way loading does.
 pub fn schema() -> Value {
-    schema_ref().clone()
-}
-
-pub(crate) fn schema_ref() -> &'static Value {
-    static SCHEMA: OnceLock<Value> = OnceLock::new();
-    SCHEMA.get_or_init(|| schemars::schema_for!(Config).to_value())
+    mcpflow_model::schema().clone()
 }

@@ -1,137 +1,49 @@
-//! The `script` node (an mcpflow extension): a sandboxed JavaScript function, input in, output
-//! out. Loading reads `file:` scripts (relative to the config file) and compiles every script
-//! once in the sandbox, so a syntax error is reported like any other config error, at its
-//! `file:line:col` (inside the YAML block for an inline `source`, or in the script file).
+//! The `script` node's files (an mcpflow extension): loading reads `file:` scripts (relative
+//! to the config file) and keeps their text in the node, and in the source map, so that the
+//! engine, which compiles every script, has its errors placed at their `file:line:col` inside
+//! the script file. Its types are [`mcpflow_model::script`]'s, re-exported here.
+//!
+//! A `file:` must lie inside the config file's directory: no absolute path, no `..`, and its
+//! real path (symbolic links resolved) under the directory's real path, unless the node opts
+//! out with `fileOutsideConfigDir: true`. A config is often shared or generated, and without
+//! this a config could read any file the process can (`../../etc/shadow`) and show pieces of it
+//! in its load errors. Even with the opt-out, errors about a file outside the directory name
+//! the file and the position but never quote its text.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::{Component, Path, PathBuf};
 
-use mcpflow_sandbox::{SandboxError, SandboxOptions, Script};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Config, Node, NodeOptions};
-use crate::source::{Anchor, Pos, Problem, SourceMap};
+pub use mcpflow_model::script::*;
 
-/// Runs a JavaScript function in the sandbox (QuickJS: no I/O, a memory cap, a CPU budget).
-/// The source is an expression that evaluates to a function (`(input) => ({total: input.n * 2})`)
-/// or an ES module whose default export is one; `async` functions are awaited. Its return value
-/// is the node's output (`undefined` leaves it undefined); `console.log` lines are kept in the
-/// node's record. A throw, an exhausted budget or a result that is not JSON fails the node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
-pub struct ScriptNode {
-    /// Unique in the tool; expressions read the script's result as `$.<id>`.
-    #[schemars(length(min = 1))]
-    pub id: String,
-    /// The script itself. Exactly one of `source` and `file`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// A file holding the script, relative to the config file's directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub file: Option<String>,
-    /// What the function is called with: a JSONata expression over the context (default: the
-    /// whole context `{nodeId: latest output}`, what a transform node sees).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input: Option<ScriptInput>,
-    /// The sandbox's limits for one run of this script.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<ScriptLimits>,
-    /// Id of the node to run next.
-    #[schemars(length(min = 1))]
-    pub next: String,
-    #[serde(flatten)]
-    pub options: NodeOptions,
-    /// The text of a `file:` script, read when the config was loaded.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub loaded: Option<ScriptFile>,
-}
-
-/// A script file as read at load time.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScriptFile {
-    /// The path as it is shown in messages and stack traces (config directory joined).
-    pub path: PathBuf,
-    pub text: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScriptInput {
-    /// JSONata expression over the context `{nodeId: latest output}`; its value (null when
-    /// undefined) is the function's argument.
-    pub expr: String,
-}
-
-/// Limits of one run of a script. Defaults: 32 MiB of heap, 100 ms of CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ScriptLimits {
-    /// Heap cap in bytes: the input, everything the script allocates and its result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1048576, max = 1073741824))]
-    pub memory_bytes: Option<u64>,
-    /// CPU time in milliseconds (thread CPU time, so waiting for a worker does not count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 60000))]
-    pub cpu_ms: Option<u64>,
-}
-
-impl ScriptNode {
-    /// The sandbox options this script runs under: the defaults with this node's limits.
-    pub fn sandbox_options(&self) -> SandboxOptions {
-        let mut options = SandboxOptions::default();
-        let limits = self.limits.unwrap_or(ScriptLimits {
-            memory_bytes: None,
-            cpu_ms: None,
-        });
-        if let Some(bytes) = limits.memory_bytes {
-            options.memory_limit_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-        }
-        if let Some(ms) = limits.cpu_ms {
-            options.cpu_time = Duration::from_millis(ms);
-        }
-        options
-    }
-
-    /// The script's text: `source`, or the `file` read at load time.
-    pub fn text(&self) -> Option<&str> {
-        self.source
-            .as_deref()
-            .or(self.loaded.as_ref().map(|f| f.text.as_str()))
-    }
-
-    /// The name stack traces and errors use for the script: its file, or `tool/node`.
-    pub fn script_name(&self, tool: &str) -> String {
-        match &self.loaded {
-            Some(f) => f.path.display().to_string(),
-            None => format!("{tool}/{}", self.id),
-        }
-    }
-}
+use crate::model::Node;
+use crate::source::{Problem, SourceMap};
 
 /// Largest script file read (the same bound as a config file).
 const MAX_SCRIPT_BYTES: u64 = crate::yaml::MAX_FILE_BYTES as u64;
 
-/// Where a `file:` script goes once the config is typed: (tool index, node index).
-pub(crate) type ScriptFiles = Vec<((usize, usize), ScriptFile)>;
+/// A `file:` script as read: where it goes once the config is typed (tool index, node index),
+/// and its index among the source files (a syntax error in it points there); `None` for a file
+/// outside the config's directory, which is never quoted.
+#[derive(Debug)]
+pub(crate) struct ReadScript {
+    pub tool: usize,
+    pub node: usize,
+    pub source: Option<usize>,
+    pub file: ScriptFile,
+}
 
-/// Reads every `file:` script and compiles every script, collecting problems. Script files
-/// become files of `sources`, so an error inside one points into it.
-pub(crate) fn check(
+/// Reads every `file:` script, collecting problems. Script files become files of `sources`,
+/// so the engine's errors inside one point into it.
+pub(crate) fn read_all(
     doc: &Value,
     sources: &mut SourceMap,
     dir: &Path,
     problems: &mut Vec<Problem>,
-) -> ScriptFiles {
+) -> Vec<ReadScript> {
     let mut files = Vec::new();
     let tools = doc.get("tools").and_then(Value::as_array);
     for (t, tool) in tools.into_iter().flatten().enumerate() {
-        let tool_name = tool.get("name").and_then(Value::as_str).unwrap_or("");
         let nodes = tool.get("nodes").and_then(Value::as_array);
         for (n, node) in nodes.into_iter().flatten().enumerate() {
             if node.get("type").and_then(Value::as_str) != Some("script") {
@@ -142,60 +54,51 @@ pub(crate) fn check(
                 continue;
             };
             let ptr = format!("/tools/{t}/nodes/{n}");
-            if let Some(file) = check_one(&script, tool_name, &ptr, sources, dir, problems) {
-                files.push(((t, n), file));
+            if let Some((source, file)) = read_one(&script, &ptr, sources, dir, problems) {
+                files.push(ReadScript {
+                    tool: t,
+                    node: n,
+                    source,
+                    file,
+                });
             }
         }
     }
     files
 }
 
-/// Hands the scripts read by [`check`] to the typed config.
-pub(crate) fn attach(config: &mut Config, files: ScriptFiles) {
-    for ((t, n), file) in files {
-        if let Some(Node::Script(node)) = config
-            .tools
-            .get_mut(t)
-            .and_then(|tool| tool.nodes.get_mut(n))
-        {
-            node.loaded = Some(file);
-        }
+/// Hands a script read by [`read_all`] to its node, in the typed config or a lone node.
+pub(crate) fn attach(node: Option<&mut Node>, script: &ReadScript) {
+    if let Some(Node::Script(node)) = node {
+        node.loaded = Some(script.file.clone());
     }
 }
 
-fn check_one(
+fn read_one(
     script: &ScriptNode,
-    tool: &str,
     ptr: &str,
     sources: &mut SourceMap,
     dir: &Path,
     problems: &mut Vec<Problem>,
-) -> Option<ScriptFile> {
+) -> Option<(Option<usize>, ScriptFile)> {
     let id = &script.id;
-    let options = script.sandbox_options();
     match (&script.source, &script.file) {
-        (Some(source), None) => {
-            let source_ptr = format!("{ptr}/source");
-            let name = script.script_name(tool);
-            if let Err(e) = Script::check(&options, &name, source) {
-                let anchor = match &e {
-                    SandboxError::Syntax { line, column, .. } => {
-                        let offset = char_offset(source, *line, *column);
-                        sources.offset_in_string(&source_ptr, source, offset)
-                    }
-                    _ => None,
-                };
-                problems.push(
-                    Problem::new(source_ptr, compile_message(id, &e))
-                        .at(anchor.unwrap_or(Anchor::Value))
-                        .hint(HINT),
-                );
-            }
-            None
-        }
+        (Some(_), None) => None,
         (None, Some(file)) => {
             let file_ptr = format!("{ptr}/file");
-            let path = dir.join(file);
+            let (path, inside) = match locate(dir, file, script.file_outside_config_dir) {
+                Ok(found) => found,
+                Err(why) => {
+                    problems.push(
+                        Problem::new(
+                            file_ptr,
+                            format!("the script file of node \"{id}\", {file}, {why}"),
+                        )
+                        .hint(OUTSIDE_HINT),
+                    );
+                    return None;
+                }
+            };
             let text = match read(&path) {
                 Ok(text) => text,
                 Err(why) => {
@@ -209,28 +112,16 @@ fn check_one(
                     return None;
                 }
             };
-            let shown = path.display().to_string();
-            let file_index = sources.add_file(&shown, &text);
-            if let Err(e) = Script::check(&options, &shown, &text) {
-                let problem = match &e {
-                    SandboxError::Syntax { line, column, .. } => {
-                        Problem::new(file_ptr, compile_message(id, &e)).at(Anchor::At(
-                            file_index,
-                            Pos {
-                                line: *line,
-                                col: *column,
-                            },
-                        ))
-                    }
-                    _ => Problem::new(
-                        file_ptr,
-                        format!("{} (in {shown})", compile_message(id, &e)),
-                    ),
-                };
-                problems.push(problem.hint(HINT));
-                return None;
-            }
-            Some(ScriptFile { path, text })
+            let file = ScriptFile {
+                path,
+                text,
+                inside_config_dir: inside,
+            };
+            // A file outside the config's directory is never quoted: it gets no place in the
+            // source map, so an error in it is named by path and line, not shown.
+            let source =
+                inside.then(|| sources.add_file(&file.path.display().to_string(), &file.text));
+            Some((source, file))
         }
         (Some(_), Some(_)) | (None, None) => {
             problems.push(Problem::new(
@@ -242,27 +133,41 @@ fn check_one(
     }
 }
 
-const HINT: &str = "a script is an expression that evaluates to a function, like \
-                    `(input) => ({total: input.entry.n * 2})`, or a module with \
-                    `export default function (input) {...}`";
+const OUTSIDE_HINT: &str = "script files live in the config file's directory or below it; set \
+                            `fileOutsideConfigDir: true` on the node to load one from elsewhere";
 
-fn compile_message(id: &str, e: &SandboxError) -> String {
-    match e {
-        SandboxError::Syntax { message, .. } => {
-            format!("syntax error in the script of node \"{id}\": {message}")
-        }
-        other => format!("the script of node \"{id}\" cannot be used: {other}"),
+/// Where `file` is, and whether it is inside the config's directory; an error when it is not
+/// and `outside_allowed` is false. Checked on the path as written (absolute, `..`) and on the
+/// real path, so a symbolic link cannot lead out either.
+fn locate(dir: &Path, file: &str, outside_allowed: bool) -> Result<(PathBuf, bool), String> {
+    let written = Path::new(file);
+    let path = dir.join(written);
+    let lexically_inside = !written.is_absolute()
+        && written
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let base = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let really_inside = lexically_inside
+        && match (std::fs::canonicalize(base), std::fs::canonicalize(&path)) {
+            (Ok(base), Ok(real)) => real.starts_with(base),
+            // A missing file is reported by the read, by the name it was given.
+            (_, Err(_)) => true,
+            (Err(e), _) => return Err(format!("cannot be checked: {e}")),
+        };
+    if really_inside || outside_allowed {
+        return Ok((path, really_inside));
     }
-}
-
-/// The character offset of 1-based `line`:`column` (counted in characters) in `text`.
-fn char_offset(text: &str, line: u32, column: u32) -> usize {
-    let before: usize = text
-        .split('\n')
-        .take(line.saturating_sub(1) as usize)
-        .map(|l| l.chars().count() + 1)
-        .sum();
-    before + column.saturating_sub(1) as usize
+    Err(if written.is_absolute() {
+        "is an absolute path outside the config's directory".to_owned()
+    } else if !lexically_inside {
+        "leads out of the config's directory (`..`)".to_owned()
+    } else {
+        "resolves (through a symbolic link) outside the config's directory".to_owned()
+    })
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -282,13 +187,88 @@ fn read(path: &Path) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::char_offset;
+    use super::locate;
+    use crate::load::load;
+
+    /// A config whose one script node reads `file`, in `dir`.
+    fn config_with_script(dir: &std::path::Path, file: &str, outside: bool) -> std::path::PathBuf {
+        let opt_out = if outside {
+            "\n        fileOutsideConfigDir: true"
+        } else {
+            ""
+        };
+        let yaml = format!(
+            r#"version: "1.0"
+server: {{ name: "s", version: "1.0.0" }}
+tools:
+  - name: "t"
+    nodes:
+      - {{ id: entry, type: entry, next: js }}
+      - id: js
+        type: script
+        file: {file:?}
+        next: exit{opt_out}
+      - {{ id: exit, type: exit }}
+"#
+        );
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
 
     #[test]
-    fn offsets_count_characters_across_lines() {
-        let text = "é => {\n  x y\n}";
-        assert_eq!(char_offset(text, 1, 1), 0);
-        assert_eq!(char_offset(text, 2, 5), 11);
-        assert_eq!(text.chars().nth(11), Some('y'));
+    fn script_files_outside_the_config_directory_are_refused_without_being_read() {
+        let root = tempfile::tempdir().unwrap();
+        let config_dir = root.path().join("config");
+        std::fs::create_dir(&config_dir).unwrap();
+        // A "secret" outside, shaped so that a parser would quote it in a syntax error.
+        let secret = root.path().join("secret.txt");
+        std::fs::write(&secret, "root:SECRET-HASH:0:0\n").unwrap();
+        std::fs::write(config_dir.join("ok.js"), "(x) => x").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&secret, config_dir.join("link.js")).unwrap();
+        let absolute = secret.display().to_string();
+        let mut cases = vec!["../secret.txt", absolute.as_str(), "./../secret.txt"];
+        if cfg!(unix) {
+            cases.push("link.js");
+        }
+        for file in cases {
+            let path = config_with_script(&config_dir, file, false);
+            let errors = match load(&path, None) {
+                Ok(_) => panic!("{file}: loaded a script outside the config's directory"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                errors.contains("outside the config's directory") || errors.contains("leads out"),
+                "{file}: {errors}"
+            );
+            assert!(!errors.contains("SECRET"), "{file}: {errors}");
+        }
+        let path = config_with_script(&config_dir, "ok.js", false);
+        assert!(load(&path, None).is_ok());
+        // Opting out loads it, marked as outside so that the compiler's errors never quote it
+        // (crates/engine/tests/script.rs checks the message).
+        let path = config_with_script(&config_dir, "../secret.txt", true);
+        let loaded = load(&path, None).expect("opted out");
+        let node = &loaded.config.tools[0].nodes[1];
+        let mcpflow_model::Node::Script(script) = node else {
+            panic!("not a script node: {node:?}")
+        };
+        let file = script.loaded.as_ref().expect("the file was read");
+        assert!(!file.inside_config_dir);
+        // Only the config itself is in the source map: an outside file must not join it.
+        assert_eq!(loaded.sources.file_name(1), "<config>");
+    }
+
+    #[test]
+    fn locating_checks_the_written_path_and_the_real_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.js"), "x => x").unwrap();
+        assert!(matches!(locate(dir.path(), "a.js", false), Ok((_, true))));
+        assert!(locate(dir.path(), "sub/../a.js", false).is_err());
+        assert!(matches!(
+            locate(dir.path(), "../a.js", true),
+            Ok((_, false))
+        ));
     }
 }

@@ -22,7 +22,7 @@ fn validator() -> &'static Validator {
     VALIDATOR.get_or_init(|| {
         // The schema is generated from our own types: failing to compile it is a bug, caught by
         // the tests, never by a user's file.
-        jsonschema::validator_for(crate::schema::schema_ref()).expect("the config schema compiles")
+        jsonschema::validator_for(mcpflow_model::schema()).expect("the config schema compiles")
     })
 }
 
@@ -31,7 +31,7 @@ pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Vec<Problem> {
     let ctx = Ctx {
         doc,
         sources,
-        schema: crate::schema::schema_ref(),
+        schema: mcpflow_model::schema(),
     };
     let mut out = Out::default();
     for err in validator().iter_errors(doc) {

@@ -1,4 +1,6 @@
 //! Semantic checks of the graphs: what a schema cannot say. Every problem is collected.
+//! Expressions, scripts and schemas are not compiled here: the engine is their one compiler,
+//! and the loader places its errors (see [`crate::Draft::finish`]).
 //!
 //! Runs on the JSON value so that a tool with one malformed node is still checked for the rest
 //! (ids, references, expressions); only the checks that need the whole graph (reachability) are
@@ -6,13 +8,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use mcpflow_expr::{ExprError, Jsonata, Logic};
 use serde_json::Value;
 
 use crate::flow::{CallEdge, check_call_cycles, walk_chain};
 use crate::model::Node;
 use crate::place::in_owner;
-use crate::source::{Anchor, Problem, SourceMap};
+use crate::source::{Problem, SourceMap};
 use crate::suggest::did_you_mean;
 use crate::yaml::escape;
 
@@ -21,6 +22,9 @@ use crate::yaml::escape;
 pub(crate) struct Findings {
     pub errors: Vec<Problem>,
     pub warnings: Vec<Problem>,
+    /// Advice about a JSON Schema, which says nothing new when the compiler rejects that
+    /// schema (dropped then).
+    pub schema_advice: Vec<Problem>,
 }
 
 pub(crate) fn check(doc: &Value, sources: &SourceMap) -> Findings {
@@ -124,34 +128,19 @@ fn check_tool_name(name: &str, ptr: &str, f: &mut Findings) {
     }
 }
 
+/// Advice about a JSON Schema; whether it compiles is the engine's to say.
 fn check_json_schema(schema: &Value, ptr: &str, key: &str, doc: &Value, f: &mut Findings) {
-    let owner = in_owner(ptr, doc);
-    if !schema.is_object() {
-        f.errors.push(
+    if key == "inputSchema"
+        && schema.is_object()
+        && schema.get("type").and_then(Value::as_str) != Some("object")
+    {
+        f.schema_advice.push(
             Problem::new(
                 ptr,
                 format!(
-                    "\"{key}\"{owner} must be a JSON Schema object, got {}",
-                    crate::place::describe(schema)
+                    "\"inputSchema\"{} does not say `type: object`",
+                    in_owner(ptr, doc)
                 ),
-            )
-            .hint("for example `{type: object, properties: {...}}`"),
-        );
-        return;
-    }
-    if let Err(e) = jsonschema::validator_for(schema) {
-        let at = e.instance_path().as_str();
-        f.errors.push(Problem::new(
-            format!("{ptr}{at}"),
-            format!("\"{key}\"{owner} is not a valid JSON Schema: {e}"),
-        ));
-        return;
-    }
-    if key == "inputSchema" && schema.get("type").and_then(Value::as_str) != Some("object") {
-        f.warnings.push(
-            Problem::new(
-                ptr,
-                format!("\"inputSchema\"{owner} does not say `type: object`"),
             )
             .hint("MCP clients expect a tool's arguments to be an object"),
         );
@@ -391,14 +380,7 @@ impl ToolCheck<'_> {
                         .hint(format!("tools: {}", self.tools.join(", "))),
                     );
                 }
-                let mut found = Vec::new();
-                arg_exprs(&c.args, &format!("{ptr}/args"), &mut found);
-                for (p, src) in found {
-                    self.jsonata(&p, src, &c.id, f);
-                }
             }
-            Node::Foreach(e) => self.jsonata(&format!("{ptr}/items"), &e.items, &e.id, f),
-            Node::Parallel(_) => {}
             Node::Mcp(m) => {
                 if !self.servers.contains(&m.server.as_str()) {
                     let hint = if self.servers.is_empty() {
@@ -421,84 +403,19 @@ impl ToolCheck<'_> {
                         .hint(hint),
                     );
                 }
-                let mut found = Vec::new();
-                arg_exprs(&m.args, &format!("{ptr}/args"), &mut found);
-                for (p, src) in found {
-                    self.jsonata(&p, src, &m.id, f);
-                }
-            }
-            Node::Transform(t) => {
-                self.jsonata(
-                    &format!("{ptr}/transform/expr"),
-                    &t.transform.expr,
-                    &t.id,
-                    f,
-                );
-            }
-            Node::Switch(s) => {
-                for (k, cond) in s.conditions.iter().enumerate() {
-                    let rule_ptr = format!("{ptr}/conditions/{k}/rule");
-                    let mut vars = Vec::new();
-                    rule_vars(&cond.rule, &rule_ptr, &mut vars);
-                    let before = f.errors.len();
-                    for (p, src) in vars {
-                        self.jsonata(&p, src, &s.id, f);
-                    }
-                    if f.errors.len() > before {
-                        continue;
-                    }
-                    if let Err(e) = Logic::compile(&cond.rule) {
-                        f.errors.push(Problem::new(
-                            rule_ptr,
-                            format!(
-                                "invalid JSON Logic rule in node \"{}\": {}",
-                                s.id,
-                                expr_message(&e)
-                            ),
-                        ));
-                    }
-                }
-            }
-            Node::Entry(_) | Node::Exit(_) => {}
-            Node::Script(s) => {
-                // The script itself is compiled by `crate::script`, which reads `file:` too.
-                if let Some(input) = &s.input {
-                    self.jsonata(&format!("{ptr}/input/expr"), &input.expr, &s.id, f);
-                }
             }
             Node::Await(a) => {
                 let schema_ptr = format!("{ptr}/inputSchema");
                 check_json_schema(&a.input_schema, &schema_ptr, "inputSchema", self.doc, f);
-                let mut found = Vec::new();
-                arg_exprs(&a.message, &format!("{ptr}/message"), &mut found);
-                if let Some(options) = &a.options {
-                    arg_exprs(options, &format!("{ptr}/options"), &mut found);
-                }
-                for (p, src) in found {
-                    self.jsonata(&p, src, &a.id, f);
-                }
             }
+            Node::Entry(_)
+            | Node::Exit(_)
+            | Node::Transform(_)
+            | Node::Switch(_)
+            | Node::Parallel(_)
+            | Node::Foreach(_)
+            | Node::Script(_) => {}
         }
-    }
-
-    fn jsonata(&self, ptr: &str, src: &str, node_id: &str, f: &mut Findings) {
-        let Err(e) = Jsonata::compile(src) else {
-            return;
-        };
-        let anchor = e
-            .position
-            .and_then(|pos| self.sources.offset_in_string(ptr, src, pos))
-            .unwrap_or(Anchor::Value);
-        f.errors.push(
-            Problem::new(
-                ptr,
-                format!(
-                    "invalid JSONata expression in node \"{node_id}\": {}",
-                    expr_message(&e)
-                ),
-            )
-            .at(anchor),
-        );
     }
 
     fn reachability(
@@ -587,58 +504,5 @@ fn route_pointers<'n>(node: &'n Node, ptr: &str) -> Vec<(String, &'n str)> {
             .into_iter()
             .map(|n| (format!("{ptr}/next"), n))
             .collect(),
-    }
-}
-
-/// Every `{expr: "<string>"}` in mcp node arguments (the only objects evaluated as JSONata).
-fn arg_exprs<'v>(v: &'v Value, ptr: &str, out: &mut Vec<(String, &'v str)>) {
-    match v {
-        Value::Object(m) => {
-            if m.len() == 1
-                && let Some(Value::String(src)) = m.get("expr")
-            {
-                out.push((format!("{ptr}/expr"), src));
-                return;
-            }
-            for (k, child) in m {
-                arg_exprs(child, &format!("{ptr}/{}", escape(k)), out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, child) in items.iter().enumerate() {
-                arg_exprs(child, &format!("{ptr}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Every `{var: "<string>"}` in a JSON Logic rule (mcpGraph evaluates those as JSONata).
-fn rule_vars<'v>(v: &'v Value, ptr: &str, out: &mut Vec<(String, &'v str)>) {
-    match v {
-        Value::Object(m) => {
-            if m.len() == 1
-                && let Some(Value::String(src)) = m.get("var")
-            {
-                out.push((format!("{ptr}/var"), src));
-                return;
-            }
-            for (k, child) in m {
-                rule_vars(child, &format!("{ptr}/{}", escape(k)), out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, child) in items.iter().enumerate() {
-                rule_vars(child, &format!("{ptr}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn expr_message(e: &ExprError) -> String {
-    match &e.code {
-        Some(code) => format!("{} ({code})", e.message),
-        None => e.message.clone(),
     }
 }

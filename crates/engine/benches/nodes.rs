@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mcpflow_engine::Engine;
+use mcpflow_engine::{Engine, RunRequest};
 use mcpflow_upstream::UpstreamPool;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ fn loop_nodes(c: &mut Criterion) {
         group.throughput(Throughput::Elements(nodes));
         group.bench_with_input(BenchmarkId::new("sum_to_n", n), &n, |b, &n| {
             b.iter(|| {
-                let run = rt.block_on(engine.run("sum_to_n", json!({"n": n})));
+                let run = rt.block_on(engine.run(RunRequest::new("sum_to_n", json!({"n": n}))));
                 assert_eq!(run.history.len() as u64, nodes);
                 run
             })

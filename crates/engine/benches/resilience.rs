@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mcpflow_engine::Engine;
+use mcpflow_engine::{Engine, RunRequest};
 use mcpflow_upstream::UpstreamPool;
 use serde_json::json;
 
@@ -75,9 +75,9 @@ fn measure(rt: &tokio::runtime::Runtime, engine: &Engine, tool: &str) -> (Durati
     let mut times = Vec::new();
     for i in 0..6 {
         let start = Instant::now();
-        let run = rt.block_on(engine.run(tool, json!({})));
+        let run = rt.block_on(engine.run(RunRequest::new(tool, json!({}))));
         let took = start.elapsed();
-        if let Err(e) = &run.result {
+        if let Some(e) = run.error() {
             panic!("{tool} failed: {e}");
         }
         // The first run starts the fixture: a warm-up.

@@ -1,3 +1,6 @@
+//! [`Control`]: debug control of a run from outside it (breakpoints, pause, step, resume,
+//! stop) and the client's cancellation.
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

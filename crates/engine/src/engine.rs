@@ -1,20 +1,19 @@
+//! [`Engine`]: the compiled graph tools of one config, the upstream pool they call, and the
+//! start of every run ([`Engine::run`]).
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indexmap::IndexMap;
-use mcpflow_config::Config;
 use mcpflow_expr::Limits;
+use mcpflow_model::{CompileErrors, Config};
 use mcpflow_upstream::UpstreamPool;
-use serde_json::Value as Json;
-use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
 
-use crate::control::Control;
-use crate::error::{CompileError, RunError, RunErrorKind};
+use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
 use crate::graph::Graph;
-use crate::history::History;
-use crate::run::{Executor, Run, RunStatus};
+use crate::request::RunRequest;
+use crate::run::{Executor, Run, RunEnd, RunStatus, or_empty};
 
 /// Compiled graph tools and the upstream pool they call. Cheap to clone; runs many
 /// graphs at once.
@@ -39,69 +38,26 @@ pub struct ToolInfo<'a> {
     pub graph: &'a Graph,
 }
 
-/// How to start a background run.
-#[derive(Default)]
-pub struct RunOptions {
-    pub control: Control,
-    /// Capacity of the event channel; slow observers that fall behind miss events
-    /// (they see a `Lagged` error) rather than slowing the run.
-    pub event_capacity: Option<usize>,
-}
-
-/// A run started with [`Engine::start`].
-pub struct RunHandle {
-    pub id: Arc<str>,
-    pub control: Control,
-    events: broadcast::Sender<Event>,
-    /// Subscribed before the run started, so no event is missed.
-    first: Option<broadcast::Receiver<Event>>,
-    task: JoinHandle<Run>,
-}
-
-impl RunHandle {
-    /// The events from the start of the run (first call) or from now (later calls).
-    pub fn events(&mut self) -> broadcast::Receiver<Event> {
-        self.first.take().unwrap_or_else(|| self.events.subscribe())
-    }
-
-    pub async fn wait(self) -> Run {
-        let id = self.id.clone();
-        match self.task.await {
-            Ok(run) => run,
-            Err(e) => Run {
-                id,
-                tool: "".into(),
-                status: RunStatus::Failed,
-                result: Err(RunError::new(
-                    RunErrorKind::Stopped,
-                    None,
-                    format!("the run's task ended abnormally: {e}"),
-                )),
-                history: History::default(),
-            },
-        }
-    }
-}
-
 impl Engine {
-    /// Compiles every tool of `config`.
-    pub fn new(config: &Config, pool: UpstreamPool) -> Result<Engine, CompileError> {
+    /// Compiles every tool of `config`: every expression, script and schema, once. Fails with
+    /// every problem found, each at its JSON pointer into the config.
+    pub fn new(config: &Config, pool: UpstreamPool) -> Result<Engine, CompileErrors> {
         // Started on the first script node; its workers live as long as the compiled scripts.
-        let mut sandboxes = crate::script_node::Sandboxes::default();
-        let graphs = config
-            .tools
-            .iter()
-            .map(|t| {
-                Ok((
-                    t.name.clone(),
-                    Arc::new(Graph::compile_with(
-                        t,
-                        config.execution_limits.as_ref(),
-                        &mut sandboxes,
-                    )?),
-                ))
-            })
-            .collect::<Result<_, CompileError>>()?;
+        let mut sandboxes = crate::nodes::script::Sandboxes::default();
+        let mut compiler = crate::compile::Compiler {
+            errors: Vec::new(),
+            sandboxes: Some(&mut sandboxes),
+        };
+        let mut graphs = IndexMap::with_capacity(config.tools.len());
+        for (i, tool) in config.tools.iter().enumerate() {
+            let limits = config.execution_limits.as_ref();
+            if let Some(graph) = Graph::compile_with(tool, i, limits, &mut compiler) {
+                graphs.insert(tool.name.clone(), Arc::new(graph));
+            }
+        }
+        if !compiler.errors.is_empty() {
+            return Err(CompileErrors(compiler.errors));
+        }
         let instance = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -144,159 +100,77 @@ impl Engine {
         self.inner.durability.get()
     }
 
-    /// [`Engine::run_observed`] for a client that may be asked for input inline (an await
-    /// node with `mode: elicit` or `auto`).
-    pub async fn run_asking(
-        &self,
-        tool: &str,
-        args: Json,
-        control: &Control,
-        events: Option<&broadcast::Sender<Event>>,
-        ask: Option<Arc<dyn crate::await_node::Ask>>,
-    ) -> Run {
-        self.run_as(self.next_id(), tool, args, control, events, ask)
-            .await
-    }
-
-    fn next_id(&self) -> Arc<str> {
+    pub(crate) fn next_id(&self) -> Arc<str> {
         let n = self.inner.next_run.fetch_add(1, Ordering::Relaxed);
         format!("{:08x}-{n}", self.inner.instance as u32).into()
     }
 
-    /// Runs `tool` to the end on the current task.
-    pub async fn run(&self, tool: &str, args: Json) -> Run {
-        self.run_with(tool, args, &Control::new(), None).await
+    /// Runs `request.tool` to its end, or to where it waits for its client, on the current task.
+    pub async fn run(&self, request: RunRequest) -> Run {
+        self.run_as(self.next_id(), request).await
     }
 
-    /// Runs `tool` to the end on the current task under `control` (stop it, or cancel it on
-    /// the client's behalf, from elsewhere), sending events to `events` if given.
-    pub async fn run_observed(
-        &self,
-        tool: &str,
-        args: Json,
-        control: &Control,
-        events: Option<&broadcast::Sender<Event>>,
-    ) -> Run {
-        self.run_with(tool, args, control, events).await
-    }
-
-    async fn run_with(
-        &self,
-        tool: &str,
-        args: Json,
-        control: &Control,
-        events: Option<&broadcast::Sender<Event>>,
-    ) -> Run {
-        self.run_as(self.next_id(), tool, args, control, events, None)
-            .await
-    }
-
-    async fn run_as(
-        &self,
-        id: Arc<str>,
-        tool: &str,
-        args: Json,
-        control: &Control,
-        events: Option<&broadcast::Sender<Event>>,
-        ask: Option<Arc<dyn crate::await_node::Ask>>,
-    ) -> Run {
-        let Some(graph) = self.inner.graphs.get(tool) else {
+    pub(crate) async fn run_as(&self, id: Arc<str>, request: RunRequest) -> Run {
+        let Some(graph) = self.inner.graphs.get(&request.tool) else {
             let known: Vec<&str> = self.inner.graphs.keys().map(String::as_str).collect();
-            return Run {
-                id,
-                tool: tool.into(),
-                status: RunStatus::Failed,
-                result: Err(RunError::new(
-                    RunErrorKind::UnknownTool,
-                    None,
-                    format!(
-                        "no tool named `{tool}`; the config has: {}",
-                        known.join(", ")
-                    ),
-                )),
-                history: History::default(),
-            };
+            let err = RunError::new(
+                RunErrorKind::UnknownTool,
+                None,
+                format!(
+                    "no tool named `{}`; the config has: {}",
+                    request.tool,
+                    known.join(", ")
+                ),
+            );
+            return Run::failed(id, &request.tool, err);
         };
         if let Some(durability) = self.durability()
             && (graph.can_wait() || graph.is_resumable())
         {
-            return self
-                .start_durable(durability, graph, args, control, events, ask)
-                .await;
+            return self.start_durable(durability, graph, request).await;
         }
+        let RunRequest {
+            args,
+            control,
+            events,
+            ..
+        } = request;
         let tool: Arc<str> = graph.name().into();
-        if let Some(tx) = events {
+        if let Some(tx) = &events {
             let _ = tx.send(Event::RunStarted {
                 run_id: id.clone(),
                 tool: tool.clone(),
             });
         }
         let shared = self.shared(
-            control,
-            events,
+            &control,
+            events.as_ref(),
             None,
             std::time::Instant::now(),
             AtomicU64::new(0),
         );
-        let exec = Executor {
-            shared: &shared,
-            graph,
-            depth: 0,
-            deadline: graph.timeout.map(|t| shared.started + t),
-        };
         // Plain runs are recorded at their end when a store is attached; the arguments are
         // kept for that only then.
         let saved_args = self
             .durability()
             .map(|_| (args.clone(), mcpflow_store::now_ms()));
-        let (result, history) = exec.execute(args).await;
-        let status = match &result {
-            Ok(_) => RunStatus::Succeeded,
-            Err(e) if e.kind == RunErrorKind::Stopped && control.is_cancelled() => {
-                RunStatus::Cancelled
-            }
-            Err(e) if e.kind == RunErrorKind::Stopped => RunStatus::Stopped,
-            Err(_) => RunStatus::Failed,
-        };
-        if let Some(tx) = events {
+        let (chain, history) = Executor::top(&shared, graph).execute(args).await;
+        // Only a durable run can wait: an await node without a store fails instead.
+        let result = chain.and_then(|c| c.output(None)).map(or_empty);
+        let status = RunStatus::of(&result, &control);
+        if let Some(tx) = &events {
             let _ = tx.send(Event::RunFinished { status });
         }
         let run = Run {
             id,
             tool,
             status,
-            result,
+            end: RunEnd::Finished(result),
             history,
         };
         if let (Some(durability), Some((args, started_at))) = (self.durability(), saved_args) {
             durability.save_plain(graph, args, started_at, &run);
         }
         run
-    }
-
-    /// Starts `tool` in the background under `options.control`.
-    pub fn start(&self, tool: &str, args: Json, options: RunOptions) -> RunHandle {
-        let (tx, rx) = broadcast::channel(options.event_capacity.unwrap_or(1024).max(1));
-        let id = self.next_id();
-        let control = options.control;
-        let task = {
-            let engine = self.clone();
-            let tool = tool.to_owned();
-            let control = control.clone();
-            let tx = tx.clone();
-            let id = id.clone();
-            tokio::spawn(async move {
-                engine
-                    .run_as(id, &tool, args, &control, Some(&tx), None)
-                    .await
-            })
-        };
-        RunHandle {
-            id,
-            control,
-            events: tx,
-            first: Some(rx),
-            task,
-        }
     }
 }

@@ -1,14 +1,8 @@
-use thiserror::Error;
+//! Why a run failed ([`RunError`]). Compile errors are the model's
+//! [`mcpflow_model::CompileError`]: they point into the config. A run that waits for its client
+//! has not failed: that is [`crate::RunEnd::Waiting`].
 
-/// A graph that cannot be built from its config (the config crate validates first, so this
-/// is rare: it names the tool and node).
-#[derive(Debug, Error)]
-#[error("tool `{tool}`, node `{node}`: {message}")]
-pub struct CompileError {
-    pub tool: String,
-    pub node: String,
-    pub message: String,
-}
+use thiserror::Error;
 
 /// Why a run failed. Always names the node it failed at, when there is one.
 #[derive(Debug, Clone, Error, serde::Serialize)]
@@ -44,8 +38,6 @@ pub enum RunErrorKind {
     Timeout,
     /// Stopped through [`crate::Control::stop`] or cancelled by the client.
     Stopped,
-    /// The run reached an `await` node and is waiting for its client (not a failure).
-    Suspended,
     /// The client declined or cancelled an inline (elicited) request for input.
     Declined,
     /// The store could not record a step: the run stops rather than go on unrecorded.
@@ -66,7 +58,6 @@ impl RunErrorKind {
             RunErrorKind::Upstream => "upstream",
             RunErrorKind::Timeout => "timeout",
             RunErrorKind::Stopped => "stopped",
-            RunErrorKind::Suspended => "suspended",
             RunErrorKind::Declined => "declined",
             RunErrorKind::Store => "store",
             RunErrorKind::Script => "script",
@@ -77,10 +68,7 @@ impl RunErrorKind {
     pub fn is_routable(self) -> bool {
         !matches!(
             self,
-            RunErrorKind::Stopped
-                | RunErrorKind::Limit
-                | RunErrorKind::Suspended
-                | RunErrorKind::Store
+            RunErrorKind::Stopped | RunErrorKind::Limit | RunErrorKind::Store
         )
     }
 }

@@ -1,3 +1,5 @@
+//! [`Event`]: what a run tells its observers, in order, through the request's event channel.
+
 use std::sync::Arc;
 
 use crate::history::Record;

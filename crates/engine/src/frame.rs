@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use mcpflow_expr::{Context, HistoryView, Value};
-use serde_json::Value as Json;
 
 use crate::history::{History, Parent, Record};
 
@@ -81,26 +80,6 @@ impl<'p> Frame<'p> {
                 .or_insert_with(|| view.executions(node_id).to_vec())
                 .push(index);
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push(
-        &mut self,
-        node_id: &Arc<str>,
-        node_type: &'static str,
-        start: Duration,
-        end: Duration,
-        input: Option<Json>,
-        output: Option<Value>,
-        error: Option<String>,
-    ) -> &mut Record {
-        self.note(node_id, self.len());
-        let parent = self.parent.clone();
-        let record = self
-            .history
-            .push(node_id, node_type, start, end, input, output, error);
-        record.parent = parent;
-        record
     }
 
     pub(crate) fn append(&mut self, record: Record) {

@@ -1,3 +1,6 @@
+//! [`History`]: the ordered [`Record`]s of a run, indexed by node for the history functions,
+//! and time travel over them ([`History::context_at`]).
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -104,41 +107,30 @@ impl History {
         self.records
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push(
-        &mut self,
+    /// A record of `node_id` that ran from `start` to `end` (offsets from the run's start),
+    /// with nothing else filled in yet; [`History::append`] gives it its index.
+    pub(crate) fn record(
+        &self,
         node_id: &Arc<str>,
         node_type: &'static str,
         start: Duration,
         end: Duration,
-        input: Option<serde_json::Value>,
-        output: Option<Value>,
-        error: Option<String>,
-    ) -> &mut Record {
-        let index = self.next_index();
-        match self.by_node.get_mut(node_id) {
-            Some(v) => v.push(index),
-            None => {
-                self.by_node.insert(node_id.clone(), vec![index]);
-            }
-        }
-        self.records.push(Record {
-            index,
+    ) -> Record {
+        Record {
+            index: 0,
             node_id: node_id.clone(),
             node_type,
             start_time: self.epoch_ms + start.as_secs_f64() * 1000.0,
             end_time: self.epoch_ms + end.as_secs_f64() * 1000.0,
             duration_ms: (end.saturating_sub(start)).as_secs_f64() * 1000.0,
-            input,
-            output,
-            error,
+            input: None,
+            output: None,
+            error: None,
             attempts: None,
             parent: None,
             sub_history: None,
             logs: None,
-        });
-        let last = self.records.len() - 1;
-        &mut self.records[last]
+        }
     }
 
     /// Appends a record made elsewhere (a branch's), giving it the next index.

@@ -1,8 +1,8 @@
 //! mcpflow engine: runs graph tools.
 //!
 //! ```ignore
-//! let engine = Engine::new(&loaded.config, pool)?;          // compiles every expression once
-//! let run = engine.run("sum_to_n", json!({"n": 3})).await;   // a finished Run
+//! let engine = Engine::new(&loaded.config, pool)?;          // compiles everything, once
+//! let run = engine.run(RunRequest::new("sum_to_n", json!({"n": 3}))).await;
 //! assert_eq!(run.output().unwrap().to_json(), json!({"sum": 6}));
 //! assert_eq!(run.history.len(), 9);
 //! ```
@@ -10,8 +10,10 @@
 //! A run is a loop over nodes with the limits checked before each. It records a
 //! [`History`], keeps the expression [`Context`](mcpflow_expr::Context) incrementally (one
 //! entry replaced per node, so a node's cost does not grow with the history), and emits
-//! [`Event`]s to observers. [`Engine::start`] runs in the background under debug
-//! [`Control`]: breakpoints, pause, resume, step and stop.
+//! [`Event`]s to observers. Every run starts from a [`RunRequest`] through [`Engine::run`]
+//! ([`Engine::spawn`] runs it in the background) and ends [`RunEnd::Finished`] or
+//! [`RunEnd::Waiting`] for its client. Debug [`Control`]: breakpoints, pause, resume, step and
+//! stop.
 //!
 //! Resilience (mcpflow extensions, see the README's config reference): every node may have
 //! `timeoutMs`, `retry` (exponential backoff; only timeouts, transport errors and, if asked,
@@ -28,30 +30,35 @@
 //! The engine knows nothing of transports: MCP framing, HTTP and JSON-RPC belong to `server`;
 //! it reaches upstream MCP servers only through [`mcpflow_upstream::UpstreamPool`].
 
-mod await_node;
+mod compile;
 mod control;
 mod durable;
 mod engine;
 mod error;
 mod event;
-mod fanout;
 mod frame;
 mod graph;
 mod history;
+mod nodes;
 mod output;
+mod request;
 mod resilience;
 mod run;
-mod script_node;
+mod schema;
 
-pub use await_node::{Answer, Ask, Suspension};
+pub use compile::check;
 pub use control::{Control, DebugState};
-pub use durable::{Durability, SessionError, waiting_json};
-pub use engine::{Engine, RunHandle, RunOptions, ToolInfo};
-pub use error::{CompileError, RunError, RunErrorKind};
+pub use durable::{Durability, SessionError};
+pub use engine::{Engine, ToolInfo};
+pub use error::{RunError, RunErrorKind};
 pub use event::Event;
 pub use graph::Graph;
 pub use history::{History, Parent, Record};
+pub use mcpflow_model::{CompileError, CompileErrors};
+pub use nodes::await_node::{Answer, Ask, Suspension};
 pub use output::mcp_output;
-pub use run::{Run, RunStatus};
+pub use request::{RunHandle, RunRequest};
+pub use run::{Run, RunEnd, RunStatus, Waiting};
+pub use schema::{SchemaError, SchemaValidator};
 
 pub use mcpflow_expr::Value;

@@ -1,3 +1,5 @@
+//! What an `mcp` node outputs for an upstream's tool result, and the message of a failed one.
+
 use mcpflow_upstream::ToolResult;
 use serde_json::Value as Json;
 

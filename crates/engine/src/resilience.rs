@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcpflow_config::{Retry, RetryOn};
 use mcpflow_expr::Value;
+use mcpflow_model::{Retry, RetryOn};
 use serde_json::{Value as Json, json};
 
 use crate::error::{RunError, RunErrorKind};

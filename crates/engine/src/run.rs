@@ -1,13 +1,20 @@
+//! The run loop: [`Executor::run_chain`] walks a graph's nodes, checks the limits before each,
+//! honours debug pauses, runs a node with its timeout and retries ([`Executor::attempts`]),
+//! and hands what the node did to [`Executor::finish_node`], the one place that records,
+//! emits and commits a node's outcome and decides where the run goes next. What each node
+//! kind does lives in [`crate::nodes`]. A run ends [`RunEnd::Finished`] or
+//! [`RunEnd::Waiting`]: a wait is a value, not an error.
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use indexmap::IndexMap;
-use mcpflow_expr::{ExprError, Limits, Logic, Scope, Template, Value, truthy};
-use mcpflow_upstream::{UpstreamError, UpstreamPool};
+use mcpflow_expr::{Limits, Scope, Value};
+use mcpflow_upstream::UpstreamPool;
 use serde::Serialize;
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
 
 use crate::control::Control;
@@ -16,13 +23,13 @@ use crate::event::Event;
 use crate::frame::Frame;
 use crate::graph::{Graph, Step, StepKind};
 use crate::history::{History, Record};
-use crate::output::{mcp_output, tool_error_message};
+use crate::nodes::{self, await_node::Suspension};
 use crate::resilience::{backoff, error_object, retryable};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RunStatus {
-    /// Suspended at an await node; the result is the session handle for the client.
+    /// Suspended at an await node ([`RunEnd::Waiting`]).
     Waiting,
     Succeeded,
     Failed,
@@ -31,20 +38,113 @@ pub enum RunStatus {
     Cancelled,
 }
 
-/// One finished execution of a graph tool: its result or error, and everything it did.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+impl RunStatus {
+    /// The status of a run that finished with `result` under `control`.
+    pub(crate) fn of(result: &Result<Value, RunError>, control: &Control) -> RunStatus {
+        match result {
+            Ok(_) => RunStatus::Succeeded,
+            Err(e) if e.kind == RunErrorKind::Stopped && control.is_cancelled() => {
+                RunStatus::Cancelled
+            }
+            Err(e) if e.kind == RunErrorKind::Stopped => RunStatus::Stopped,
+            Err(_) => RunStatus::Failed,
+        }
+    }
+}
+
+/// One execution of a graph tool: how it ended, and everything it did.
+#[derive(Debug, Clone)]
 pub struct Run {
     pub id: Arc<str>,
     pub tool: Arc<str>,
     pub status: RunStatus,
-    pub result: Result<Value, RunError>,
+    pub end: RunEnd,
     pub history: History,
 }
 
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum RunEnd {
+    /// It ran to its end: its output, or why it failed.
+    Finished(Result<Value, RunError>),
+    /// It stopped at an await node and is kept as a session until its client continues it.
+    /// Boxed: a waiting run is rare, and a finished one should not carry its size.
+    Waiting(Box<Waiting>),
+}
+
+/// A run waiting for its client: the session that holds it and what it asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub session_id: String,
+    pub run_id: String,
+    /// Milliseconds since the epoch.
+    pub expires_at: i64,
+    pub suspension: Suspension,
+}
+
+impl Waiting {
+    /// What a tool call answers when its run waits: `{status: "waiting", sessionId, runId,
+    /// nodeId, message, inputSchema, expiresAt, options?}`.
+    pub fn to_json(&self) -> Json {
+        let s = &self.suspension;
+        let mut out = json!({
+            "status": "waiting",
+            "sessionId": self.session_id,
+            "runId": self.run_id,
+            "nodeId": s.node_id,
+            "message": s.message,
+            "inputSchema": s.input_schema,
+            "expiresAt": self.expires_at,
+        });
+        if let (Some(options), Json::Object(map)) = (&s.options, &mut out) {
+            map.insert("options".into(), options.clone());
+        }
+        out
+    }
+}
+
 impl Run {
+    /// The output of a run that succeeded.
     pub fn output(&self) -> Option<&Value> {
-        self.result.as_ref().ok()
+        match &self.end {
+            RunEnd::Finished(Ok(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Why a run failed.
+    pub fn error(&self) -> Option<&RunError> {
+        match &self.end {
+            RunEnd::Finished(Err(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Where a waiting run waits.
+    pub fn waiting(&self) -> Option<&Waiting> {
+        match &self.end {
+            RunEnd::Waiting(w) => Some(w),
+            RunEnd::Finished(_) => None,
+        }
+    }
+
+    /// What a caller that does not distinguish waiting gets: the output, the waiting answer
+    /// ([`Waiting::to_json`]) or the error.
+    pub fn into_result(self) -> Result<Value, RunError> {
+        match self.end {
+            RunEnd::Finished(result) => result,
+            RunEnd::Waiting(w) => Ok(Value::from_json(w.to_json())),
+        }
+    }
+
+    pub(crate) fn failed(id: Arc<str>, tool: &str, err: RunError) -> Run {
+        Run {
+            id,
+            tool: tool.into(),
+            status: RunStatus::Failed,
+            end: RunEnd::Finished(Err(err)),
+            history: History::default(),
+        }
     }
 }
 
@@ -72,7 +172,42 @@ pub(crate) struct Executor<'a> {
     pub deadline: Option<Instant>,
 }
 
-/// What one attempt of a node produced.
+/// How a chain of nodes ended: at its exit (or a branch's join) with the last output, or at an
+/// await node that suspends the run (only ever in the main flow of the tool the client called).
+pub(crate) enum Chain {
+    Done(Option<Value>),
+    Waiting(Box<Suspension>),
+}
+
+impl Chain {
+    /// The output of a chain that cannot wait (a branch, an item, a sub-run, a run without a
+    /// store): await nodes refuse to suspend there, so a wait reaching here is reported as
+    /// a failure rather than lost.
+    pub(crate) fn output(self, node: Option<&str>) -> Result<Option<Value>, RunError> {
+        match self {
+            Chain::Done(v) => Ok(v),
+            Chain::Waiting(s) => Err(RunError::new(
+                RunErrorKind::Store,
+                node.or(Some(&s.node_id)),
+                "the run cannot wait for its client here",
+            )),
+        }
+    }
+}
+
+/// What one attempt of a node produced: it is done, or (an await node) the run waits.
+pub(crate) enum Attempt {
+    Done(Done),
+    Wait(Suspension),
+}
+
+impl From<Done> for Attempt {
+    fn from(done: Done) -> Attempt {
+        Attempt::Done(done)
+    }
+}
+
+/// What a node that is done produced.
 pub(crate) struct Done {
     pub output: Option<Value>,
     pub next: Option<usize>,
@@ -115,7 +250,39 @@ impl Done {
     }
 }
 
+/// How a node ended after its attempts: what it produced, or its last failure with the input
+/// of the attempt that failed.
+type Outcome = Result<Done, (Failure, Option<Json>)>;
+
+/// When a node ran, as offsets from the run's start.
+#[derive(Clone, Copy)]
+pub(crate) struct Span {
+    pub start: Duration,
+    pub end: Duration,
+    /// Attempts made, when the node has `retry` or needed more than one.
+    pub attempts: Option<u32>,
+}
+
+/// An empty output (`{}`) for a run whose last node produced nothing.
+pub(crate) fn or_empty(output: Option<Value>) -> Value {
+    output.unwrap_or_else(empty_object)
+}
+
+pub(crate) fn empty_object() -> Value {
+    Value::from_json(Json::Object(Default::default()))
+}
+
 impl<'a> Executor<'a> {
+    /// The executor of the tool the client called.
+    pub(crate) fn top(shared: &'a Shared<'a>, graph: &'a Graph) -> Executor<'a> {
+        Executor {
+            shared,
+            graph,
+            depth: 0,
+            deadline: graph.timeout.map(|t| shared.started + t),
+        }
+    }
+
     pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
         // Building an event clones a record: skip it when nobody listens.
         if let Some(tx) = self.shared.events
@@ -125,7 +292,16 @@ impl<'a> Executor<'a> {
         }
     }
 
-    pub async fn execute(&self, args: Json) -> (Result<Value, RunError>, History) {
+    /// The scope expressions of the node about to run read.
+    pub(crate) fn scope<'s>(&'s self, frame: &'s Frame<'_>) -> Scope<'s> {
+        Scope {
+            context: &frame.context,
+            history: frame,
+            limits: self.shared.limits,
+        }
+    }
+
+    pub async fn execute(&self, args: Json) -> (Result<Chain, RunError>, History) {
         let mut frame = Frame::new();
         let result = self
             .run_chain(
@@ -134,8 +310,7 @@ impl<'a> Executor<'a> {
                 None,
                 Some(Value::from_json(args)),
             )
-            .await
-            .map(|out| out.unwrap_or_else(empty_object));
+            .await;
         (result, frame.history)
     }
 
@@ -149,19 +324,19 @@ impl<'a> Executor<'a> {
     }
 
     /// Runs nodes from `at` until the exit, or until a node routes to `stop` (a branch's
-    /// join, a foreach body's way back), which is not run. Returns the last output.
+    /// join, a foreach body's way back), which is not run. Returns the last output, or where
+    /// the run waits.
     pub(crate) fn run_chain<'f, 'p: 'f>(
         &'f self,
         frame: &'f mut Frame<'p>,
         mut at: usize,
         stop: Option<usize>,
         mut args: Option<Value>,
-    ) -> BoxFuture<'f, Result<Option<Value>, RunError>> {
+    ) -> BoxFuture<'f, Result<Chain, RunError>> {
         Box::pin(async move {
-            let graph = self.graph;
             let shared = self.shared;
             loop {
-                let step = &graph.nodes[at];
+                let step = &self.graph.nodes[at];
                 let id = &*step.id;
                 self.check_limits(id)?;
                 let index = frame.len();
@@ -192,99 +367,95 @@ impl<'a> Executor<'a> {
                     node_id: step.id.clone(),
                     node_type: step.kind.type_name(),
                 });
-                let node_start = shared.started.elapsed();
+                let start = shared.started.elapsed();
                 let (outcome, attempts) = self.attempts(frame, at, &mut args).await;
-                let node_end = shared.started.elapsed();
-                let attempts = (step.options.retry.is_some() || attempts > 1).then_some(attempts);
-                match outcome {
-                    Ok(done) => {
-                        let own_index = frame.len() + done.children.len();
-                        for child in done.children {
-                            frame.context.set(&child.node_id, child.output.clone());
-                            frame.append(set_parent_index(child, &step.id, own_index));
-                        }
-                        frame.context.set(id, done.output.clone());
-                        let record = frame.push(
-                            &step.id,
-                            step.kind.type_name(),
-                            node_start,
-                            node_end,
-                            done.input,
-                            done.output,
-                            None,
-                        );
-                        record.attempts = attempts;
-                        record.sub_history = done.sub_history;
-                        record.logs = done.logs;
-                        let record = &*record;
-                        self.emit(|| Event::NodeFinished {
-                            record: Box::new(record.clone()),
-                        });
-                        self.commit_step(frame, &step.kind).await?;
-                        match done.next {
-                            Some(n) if Some(n) == stop => return Ok(last_output(frame)),
-                            Some(n) => at = n,
-                            None => return Ok(last_output(frame)),
-                        }
-                    }
-                    Err((
-                        Failure {
-                            err,
-                            children,
-                            sub_history,
-                        },
-                        input,
-                    )) => {
-                        if err.kind == RunErrorKind::Suspended {
-                            // Not a failure: the await node's record comes with the input.
-                            return Err(err);
-                        }
-                        let own_index = frame.len() + children.len();
-                        for child in children {
-                            frame.context.set(&child.node_id, child.output.clone());
-                            frame.append(set_parent_index(child, &step.id, own_index));
-                        }
-                        let route = if err.kind.is_routable() {
-                            step.options.on_error.or_else(|| {
-                                step.options
-                                    .optional
-                                    .then(|| step.kind.default_next())
-                                    .flatten()
-                            })
-                        } else {
-                            None
-                        };
-                        let output = route.map(|_| error_object(&err, attempts.unwrap_or(1)));
-                        if route.is_some() {
-                            frame.context.set(id, output.clone());
-                        }
-                        let record = frame.push(
-                            &step.id,
-                            step.kind.type_name(),
-                            node_start,
-                            node_end,
-                            input,
-                            output,
-                            Some(err.to_string()),
-                        );
-                        record.attempts = attempts;
-                        record.sub_history = sub_history;
-                        let record = &*record;
-                        self.emit(|| Event::NodeFinished {
-                            record: Box::new(record.clone()),
-                        });
-                        if route.is_some() {
-                            self.commit_step(frame, &step.kind).await?;
-                        }
-                        match route {
-                            Some(n) if Some(n) == stop => return Ok(last_output(frame)),
-                            Some(n) => at = n,
-                            None => return Err(err),
-                        }
-                    }
+                let span = Span {
+                    start,
+                    end: shared.started.elapsed(),
+                    attempts: (step.options.retry.is_some() || attempts > 1).then_some(attempts),
+                };
+                let outcome = match outcome {
+                    // Not a node that finished: the await node's record comes with the input.
+                    Ok(Attempt::Wait(s)) => return Ok(Chain::Waiting(Box::new(s))),
+                    Ok(Attempt::Done(done)) => Ok(done),
+                    Err(failed) => Err(failed),
+                };
+                match self.finish_node(frame, step, span, outcome).await? {
+                    Some(n) if Some(n) != stop => at = n,
+                    _ => return Ok(Chain::Done(last_output(frame))),
                 }
             }
         })
+    }
+
+    /// The one place a node's outcome is recorded, emitted and committed: the records of its
+    /// branches or items first, then its own; a failure is routed (`onError`, `optional`,
+    /// where the error object becomes its output) or ends the chain. Returns where the chain
+    /// goes next (`None`: it ends here).
+    async fn finish_node(
+        &self,
+        frame: &mut Frame<'_>,
+        step: &Step,
+        span: Span,
+        outcome: Outcome,
+    ) -> Result<Option<usize>, RunError> {
+        // A failure that `onError` or `optional` routes goes on like a success, with the error
+        // object as its output; one that nothing routes ends the chain.
+        let (done, error, fails) = match outcome {
+            Ok(done) => (done, None, None),
+            Err((failure, input)) => {
+                let route = if failure.err.kind.is_routable() {
+                    step.options.on_error.or_else(|| {
+                        step.options
+                            .optional
+                            .then(|| step.kind.default_next())
+                            .flatten()
+                    })
+                } else {
+                    None
+                };
+                let done = Done {
+                    output: route.map(|_| error_object(&failure.err, span.attempts.unwrap_or(1))),
+                    next: route,
+                    input,
+                    children: failure.children,
+                    sub_history: failure.sub_history,
+                    logs: None,
+                };
+                let text = failure.err.to_string();
+                (done, Some(text), route.is_none().then_some(failure.err))
+            }
+        };
+        let own_index = frame.len() + done.children.len();
+        for child in done.children {
+            frame.context.set(&child.node_id, child.output.clone());
+            frame.append(set_parent_index(child, &step.id, own_index));
+        }
+        if fails.is_none() {
+            frame.context.set(&step.id, done.output.clone());
+        }
+        let mut record =
+            frame
+                .history
+                .record(&step.id, step.kind.type_name(), span.start, span.end);
+        record.input = done.input;
+        record.output = done.output;
+        record.error = error;
+        record.attempts = span.attempts;
+        record.sub_history = done.sub_history;
+        record.logs = done.logs;
+        record.parent = frame.parent.clone();
+        frame.append(record);
+        if let Some(record) = frame.history.last() {
+            self.emit(|| Event::NodeFinished {
+                record: Box::new(record.clone()),
+            });
+        }
+        if let Some(err) = fails {
+            return Err(err);
+        }
+        self.commit_step(frame, &step.kind).await?;
+        Ok(done.next)
     }
 
     fn check_limits(&self, id: &str) -> Result<(), RunError> {
@@ -341,7 +512,7 @@ impl<'a> Executor<'a> {
         frame: &Frame<'_>,
         at: usize,
         args: &mut Option<Value>,
-    ) -> (Result<Done, (Failure, Option<Json>)>, u32) {
+    ) -> (Result<Attempt, (Failure, Option<Json>)>, u32) {
         let step = &self.graph.nodes[at];
         let max = step
             .options
@@ -356,14 +527,15 @@ impl<'a> Executor<'a> {
                 .bounded(step, self.once(frame, at, args, &mut input))
                 .await;
             match result {
-                Ok(mut done) => {
+                Ok(Attempt::Done(mut done)) => {
                     // What an mcp or call node sent belongs in its record when it succeeds
                     // too, not only when it fails.
                     if done.input.is_none() {
                         done.input = input;
                     }
-                    return (Ok(done), attempt);
+                    return (Ok(Attempt::Done(done)), attempt);
                 }
+                Ok(wait) => return (Ok(wait), attempt),
                 Err(failure) => {
                     let retry = step.options.retry.as_ref();
                     if attempt < max
@@ -389,8 +561,8 @@ impl<'a> Executor<'a> {
     async fn bounded(
         &self,
         step: &Step,
-        fut: impl Future<Output = Result<Done, Failure>>,
-    ) -> Result<Done, Failure> {
+        fut: impl Future<Output = Result<Attempt, Failure>>,
+    ) -> Result<Attempt, Failure> {
         let by_deadline = self
             .deadline
             .map(|d| d.saturating_duration_since(Instant::now()));
@@ -415,75 +587,54 @@ impl<'a> Executor<'a> {
         }
     }
 
-    /// One attempt of the node at `at`.
+    /// One attempt of the node at `at`: what each kind does lives in [`crate::nodes`].
     async fn once(
         &self,
         frame: &Frame<'_>,
         at: usize,
         args: &mut Option<Value>,
         input: &mut Option<Json>,
-    ) -> Result<Done, Failure> {
-        let graph = self.graph;
-        let step = &graph.nodes[at];
+    ) -> Result<Attempt, Failure> {
+        let step = &self.graph.nodes[at];
         let id = &*step.id;
         // Expressions are evaluated synchronously; only upstream calls and sub-chains await,
-        // after the scope (which borrows the history) is gone.
-        let scope = || Scope {
-            context: &frame.context,
-            history: frame,
-            limits: self.shared.limits,
-        };
-        // Nodes that wait (upstream calls, scripts, awaits, sub-runs, fan-outs) are boxed: their
-        // futures are kilobytes, and inline they would make every node's future, pure ones
-        // included, that large, copied at each of the layers above (measured: most of the
-        // engine's cost per call was memcpy of this future).
-        match &step.kind {
-            StepKind::Entry { next } => Ok(Done::plain(args.take(), Some(*next))),
-            StepKind::Exit => {
-                let last = frame.last_output();
-                let out = match last {
-                    Some(v) if !js_falsy(&v) => v,
-                    _ => empty_object(),
-                };
-                Ok(Done::plain(Some(out), None))
-            }
-            StepKind::Transform { expr, next } => expr
-                .evaluate(&scope())
-                .map(|v| Done::plain(v, Some(*next)))
-                .map_err(|e| RunError::expression(id, e).into()),
+        // after the scope (which borrows the history) is gone. Nodes that wait (upstream
+        // calls, scripts, awaits, sub-runs, fan-outs) are boxed: their futures are kilobytes,
+        // and inline they would make every node's future, pure ones included, that large,
+        // copied at each of the layers above (measured: most of the engine's cost per call was
+        // memcpy of this future).
+        let done = match &step.kind {
+            StepKind::Entry { next } => Done::plain(args.take(), Some(*next)),
+            StepKind::Exit => nodes::transform::exit(frame),
+            StepKind::Transform { expr, next } => self.transform(frame, id, expr, *next)?,
             StepKind::Switch {
                 conditions,
                 default,
-            } => {
-                let t = route(conditions, *default, &scope())
-                    .map_err(|e| RunError::expression(id, e))?;
-                let routed = Json::String(graph.nodes[t].id.to_string());
-                Ok(Done::plain(Some(Value::from_json(routed)), Some(t)))
-            }
+            } => self.switch(frame, id, conditions, *default)?,
             StepKind::Mcp {
                 server,
                 tool,
                 args: template,
                 next,
             } => {
-                let rendered = render_args(template, &scope(), id)?;
+                let rendered = nodes::mcp::render_args(template, &self.scope(frame), id)?;
                 *input = Some(rendered.clone());
                 let out = Box::pin(self.call(id, server, tool, rendered)).await?;
-                Ok(Done::plain(out, Some(*next)))
+                Done::plain(out, Some(*next))
             }
-            StepKind::Await(_) => Box::pin(self.await_node(frame, at, input)).await,
+            StepKind::Await(_) => return Box::pin(self.await_node(frame, at, input)).await,
             StepKind::Script(script) => {
-                let (argument, shaped) = script.argument(&scope(), id)?;
+                let (argument, shaped) = script.argument(&self.scope(frame), id)?;
                 let result = Box::pin(self.script(id, script, &argument)).await;
                 let recorded = shaped.then_some(argument);
                 match result {
                     Ok(mut done) => {
                         done.input = recorded;
-                        Ok(done)
+                        done
                     }
                     Err(failure) => {
                         *input = recorded;
-                        Err(failure)
+                        return Err(failure);
                     }
                 }
             }
@@ -492,141 +643,29 @@ impl<'a> Executor<'a> {
                 args: template,
                 next,
             } => {
-                let rendered = render_args(template, &scope(), id)?;
+                let rendered = nodes::mcp::render_args(template, &self.scope(frame), id)?;
                 *input = Some(rendered.clone());
-                let (out, sub) = Box::pin(self.sub_run(id, tool, rendered)).await;
-                let sub = Some(Arc::new(sub));
-                match out {
-                    Ok(v) => {
-                        let mut done = Done::plain(Some(v), Some(*next));
-                        done.sub_history = sub;
-                        Ok(done)
-                    }
-                    Err(err) => Err(Failure {
-                        err,
-                        children: Vec::new(),
-                        sub_history: sub,
-                    }),
-                }
+                Box::pin(self.call_node(id, tool, rendered, *next)).await?
             }
             StepKind::Parallel {
                 branches,
                 join,
                 fail_fast,
-            } => Box::pin(self.parallel(frame, step, branches, *join, *fail_fast)).await,
-            StepKind::Foreach {
-                items,
-                concurrency,
-                body,
-                next,
-            } => {
-                let list = items
-                    .evaluate(&scope())
+            } => Box::pin(self.parallel(frame, step, branches, *join, *fail_fast)).await?,
+            StepKind::Foreach(foreach) => {
+                let list = foreach
+                    .items
+                    .evaluate(&self.scope(frame))
                     .map_err(|e| RunError::expression(id, e))?;
                 let list = match list.map(Value::into_json) {
                     None => Vec::new(),
                     Some(Json::Array(a)) => a,
                     Some(one) => vec![one],
                 };
-                Box::pin(self.foreach(frame, step, at, list, *concurrency, *body, *next)).await
-            }
-        }
-    }
-
-    async fn call(
-        &self,
-        id: &str,
-        server: &str,
-        tool: &str,
-        args: Json,
-    ) -> Result<Option<Value>, RunError> {
-        let args = match args {
-            Json::Object(map) => map,
-            other => {
-                return Err(RunError::new(
-                    RunErrorKind::Expression,
-                    Some(id),
-                    format!("args must evaluate to an object, got {other}"),
-                ));
+                Box::pin(self.foreach(frame, step, at, foreach, list)).await?
             }
         };
-        // Dropping the call (a stop, a timeout, a failing sibling branch) makes the client
-        // send `notifications/cancelled` to the upstream.
-        let listened = self.shared.events.is_some_and(|tx| tx.receiver_count() > 0);
-        let result = if listened {
-            self.call_with_progress(id, server, tool, args).await?
-        } else {
-            let call = self.shared.pool.call_tool(server, tool, args);
-            tokio::select! {
-                r = call => r,
-                _ = self.shared.control.cancelled().cancelled() => {
-                    return Err(self.stop_error(id));
-                }
-            }
-        };
-        match result {
-            Err(e @ UpstreamError::Timeout { .. }) => Err(RunError::new(
-                RunErrorKind::Timeout,
-                Some(id),
-                e.to_string(),
-            )),
-            Err(e) => Err(RunError::new(
-                RunErrorKind::Upstream,
-                Some(id),
-                e.to_string(),
-            )),
-            Ok(r) if r.is_error => Err(RunError::new(
-                RunErrorKind::ToolError,
-                Some(id),
-                format!(
-                    "tool `{tool}` of `{server}` failed: {}",
-                    tool_error_message(&r)
-                ),
-            )),
-            Ok(r) => Ok(mcp_output(r).map(Value::from_json)),
-        }
-    }
-
-    /// An upstream call whose progress notifications become [`Event::UpstreamProgress`].
-    async fn call_with_progress(
-        &self,
-        id: &str,
-        server: &str,
-        tool: &str,
-        args: serde_json::Map<String, Json>,
-    ) -> Result<Result<mcpflow_upstream::ToolResult, UpstreamError>, RunError> {
-        let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        let call = self
-            .shared
-            .pool
-            .call_tool_with_progress(server, tool, args, sink);
-        tokio::pin!(call);
-        let node_id: Arc<str> = id.into();
-        loop {
-            tokio::select! {
-                r = &mut call => {
-                    // rmcp handles notifications on their own tasks: take what already came.
-                    while let Ok(p) = progress.try_recv() {
-                        self.emit(|| Event::UpstreamProgress {
-                            node_id: node_id.clone(),
-                            progress: p.progress,
-                            total: p.total,
-                            message: p.message,
-                        });
-                    }
-                    return Ok(r);
-                }
-                Some(p) = progress.recv() => self.emit(|| Event::UpstreamProgress {
-                    node_id: node_id.clone(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
-                }),
-                _ = self.shared.control.cancelled().cancelled() => {
-                    return Err(self.stop_error(id));
-                }
-            }
-        }
+        Ok(Attempt::Done(done))
     }
 }
 
@@ -644,41 +683,4 @@ fn set_parent_index(mut child: Record, node: &Arc<str>, index: usize) -> Record 
         p.index = Some(index);
     }
     child
-}
-
-fn empty_object() -> Value {
-    Value::from_json(Json::Object(Default::default()))
-}
-
-/// JavaScript's falsy values, which mcpGraph's exit turns into `{}`. Unlike JSON Logic's
-/// truthiness, an empty array is not falsy here.
-fn js_falsy(v: &Value) -> bool {
-    match v.to_json() {
-        Json::Null | Json::Bool(false) => true,
-        Json::Number(n) => n.as_f64() == Some(0.0),
-        Json::String(s) => s.is_empty(),
-        _ => false,
-    }
-}
-
-/// The first condition whose rule is truthy, else the default.
-fn route(
-    conditions: &[(Logic, usize)],
-    default: usize,
-    scope: &Scope<'_>,
-) -> Result<usize, ExprError> {
-    for (logic, next) in conditions {
-        if truthy(&logic.evaluate(scope)?) {
-            return Ok(*next);
-        }
-    }
-    Ok(default)
-}
-
-/// An mcp or call node's arguments; an undefined template gives `{}`.
-fn render_args(template: &Template, scope: &Scope<'_>, id: &str) -> Result<Json, RunError> {
-    Ok(template
-        .render(scope)
-        .map_err(|e| RunError::expression(id, e))?
-        .unwrap_or(Json::Object(Default::default())))
 }

@@ -3,7 +3,7 @@ mod common;
 
 use std::time::Duration;
 
-use mcpflow_engine::{Control, Event, RunOptions, RunStatus};
+use mcpflow_engine::{Control, Event, RunRequest, RunStatus};
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
 use tokio::time::timeout;
@@ -30,14 +30,8 @@ async fn next_matching(rx: &mut Receiver<Event>, f: impl Fn(&Event) -> bool) -> 
 async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
     let engine = engine();
     let control = Control::with_breakpoints(["check_condition"]);
-    let mut handle = engine.start(
-        "sum_to_n",
-        json!({"n": 3}),
-        RunOptions {
-            control: control.clone(),
-            ..Default::default()
-        },
-    );
+    let mut handle =
+        engine.spawn(RunRequest::new("sum_to_n", json!({"n": 3})).with_control(control.clone()));
     let mut rx = handle.events();
 
     let paused = next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await;
@@ -88,14 +82,8 @@ async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
 async fn stop_while_paused_records_a_stopped_run() {
     let engine = engine();
     let control = Control::with_breakpoints(["exit_sum"]);
-    let mut handle = engine.start(
-        "sum_to_n",
-        json!({"n": 2}),
-        RunOptions {
-            control: control.clone(),
-            ..Default::default()
-        },
-    );
+    let mut handle =
+        engine.spawn(RunRequest::new("sum_to_n", json!({"n": 2})).with_control(control.clone()));
     let mut rx = handle.events();
     next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await;
     control.stop();
@@ -112,14 +100,8 @@ async fn pause_request_pauses_at_the_next_node() {
     let engine = engine();
     let control = Control::new();
     control.pause();
-    let mut handle = engine.start(
-        "sum_to_n",
-        json!({"n": 2}),
-        RunOptions {
-            control: control.clone(),
-            ..Default::default()
-        },
-    );
+    let mut handle =
+        engine.spawn(RunRequest::new("sum_to_n", json!({"n": 2})).with_control(control.clone()));
     let mut rx = handle.events();
     let Event::Paused { index, reason, .. } =
         next_matching(&mut rx, |e| matches!(e, Event::Paused { .. })).await
@@ -134,7 +116,7 @@ async fn pause_request_pauses_at_the_next_node() {
 #[tokio::test]
 async fn events_come_in_order_and_end_with_the_status() {
     let engine = engine();
-    let mut handle = engine.start("sum_to_n", json!({"n": 1}), RunOptions::default());
+    let mut handle = engine.spawn(RunRequest::new("sum_to_n", json!({"n": 1})));
     let mut rx = handle.events();
     let run = handle.wait().await;
     let mut kinds = Vec::new();
@@ -158,7 +140,9 @@ async fn events_come_in_order_and_end_with_the_status() {
 
 #[tokio::test]
 async fn context_at_any_index_is_what_the_next_node_saw() {
-    let run = engine().run("sum_to_n", json!({"n": 3})).await;
+    let run = engine()
+        .run(RunRequest::new("sum_to_n", json!({"n": 3})))
+        .await;
     // After record 1 (first increment_node): counter 1.
     let ctx = run.history.context_at(1).expect("in range").to_json();
     assert_eq!(ctx["entry_sum"], json!({"n": 3}));
@@ -178,7 +162,12 @@ async fn many_runs_at_once_do_not_mix() {
     for n in 1..=50u64 {
         let engine = engine.clone();
         tasks.push(tokio::spawn(async move {
-            (n, engine.run("sum_to_n", json!({"n": n})).await)
+            (
+                n,
+                engine
+                    .run(RunRequest::new("sum_to_n", json!({"n": n})))
+                    .await,
+            )
         }));
     }
     for t in tasks {

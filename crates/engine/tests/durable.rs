@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::load_str;
-use mcpflow_engine::{Control, Durability, Engine, RunStatus, SessionError};
+use mcpflow_engine::{Control, Durability, Engine, RunRequest, RunStatus, SessionError};
 use mcpflow_store::{Lease, NewRun, RecordRow, RunStatus as Stored, Store, now_ms};
 use serde_json::json;
 
@@ -72,9 +72,11 @@ async fn sqlite() -> (tempfile::TempDir, Arc<dyn Store>) {
 async fn a_run_waits_and_a_fresh_engine_continues_it_from_the_store() {
     let (_dir, store) = sqlite().await;
     let engine = durable_engine(&store, "a").await;
-    let run = engine.run("wait_twice", json!({"n": 2})).await;
-    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.result);
-    let w = run.output().expect("waiting answer").to_json();
+    let run = engine
+        .run(RunRequest::new("wait_twice", json!({"n": 2})))
+        .await;
+    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.end);
+    let w = run.waiting().expect("waiting answer").to_json();
     assert_eq!(w["message"], "n is 2");
     let id = w["sessionId"].as_str().expect("session id").to_owned();
     drop(engine);
@@ -83,23 +85,32 @@ async fn a_run_waits_and_a_fresh_engine_continues_it_from_the_store() {
     let engine = durable_engine(&store, "b").await;
     let control = Control::new();
     let refused = engine
-        .continue_session("wait_twice", &id, json!({"a": "x"}), &control, None, None)
+        .continue_session(
+            RunRequest::new("wait_twice", json!({"a": "x"})).with_control(control.clone()),
+            &id,
+        )
         .await;
     assert!(
         matches!(refused, Err(SessionError::InvalidInput { .. })),
         "{refused:?}"
     );
     let run = engine
-        .continue_session("wait_twice", &id, json!({"a": 3}), &control, None, None)
+        .continue_session(
+            RunRequest::new("wait_twice", json!({"a": 3})).with_control(control.clone()),
+            &id,
+        )
         .await
         .expect("continues");
     assert_eq!(run.status, RunStatus::Waiting);
-    assert_eq!(run.output().expect("w").to_json()["message"], "sum is 5");
+    assert_eq!(run.waiting().expect("w").to_json()["message"], "sum is 5");
     let run = engine
-        .continue_session("wait_twice", &id, json!({"b": 4}), &control, None, None)
+        .continue_session(
+            RunRequest::new("wait_twice", json!({"b": 4})).with_control(control.clone()),
+            &id,
+        )
         .await
         .expect("continues");
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     assert_eq!(
         run.output().expect("out").to_json(),
         json!({"total": 20, "seen": 1})
@@ -122,8 +133,10 @@ async fn a_run_waits_and_a_fresh_engine_continues_it_from_the_store() {
 async fn a_changed_config_is_refused_clearly() {
     let (_dir, store) = sqlite().await;
     let engine = durable_engine(&store, "a").await;
-    let run = engine.run("wait_twice", json!({"n": 1})).await;
-    let id = run.output().expect("w").to_json()["sessionId"]
+    let run = engine
+        .run(RunRequest::new("wait_twice", json!({"n": 1})))
+        .await;
+    let id = run.waiting().expect("w").to_json()["sessionId"]
         .as_str()
         .expect("id")
         .to_owned();
@@ -138,14 +151,7 @@ async fn a_changed_config_is_refused_clearly() {
     };
     assert!(other.attach_durability(d).is_ok());
     let err = other
-        .continue_session(
-            "wait_twice",
-            &id,
-            json!({"a": 1}),
-            &Control::new(),
-            None,
-            None,
-        )
+        .continue_session(RunRequest::new("wait_twice", json!({"a": 1})), &id)
         .await
         .expect_err("refused");
     assert!(err.to_string().contains("config version v1"), "{err}");
@@ -198,7 +204,7 @@ async fn an_interrupted_resumable_run_restarts_from_its_last_committed_node() {
 
     let engine = durable_engine(&store, "new").await;
     let done = engine.resume_interrupted("r1").await.expect("restarts");
-    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.result);
+    assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.end);
     assert_eq!(done.output().expect("out").to_json(), json!(50));
     let stored = store.get_run("r1").await.expect("run");
     assert_eq!(stored.summary.status, Stored::Succeeded);
@@ -220,8 +226,8 @@ async fn an_interrupted_resumable_run_restarts_from_its_last_committed_node() {
 async fn a_run_that_cannot_wait_is_recorded_once_it_ended() {
     let (_dir, store) = sqlite().await;
     let engine = durable_engine(&store, "a").await;
-    let run = engine.run("plain", json!({"n": 21})).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    let run = engine.run(RunRequest::new("plain", json!({"n": 21}))).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     assert_eq!(run.output().expect("result").to_json(), json!(42));
     // Written in the background after the answer: wait for it, bounded.
     let mut stored = None;

@@ -1,12 +1,12 @@
 //! The mcpGraph examples give the results SEMANTICS.md lists, through the engine.
 mod common;
 
-use mcpflow_engine::RunErrorKind;
+use mcpflow_engine::{RunErrorKind, RunRequest};
 use serde_json::{Value, json};
 
 async fn run(file: &str, tool: &str, args: Value) -> mcpflow_engine::Run {
     let (_, engine) = common::load_path(&common::example(file));
-    engine.run(tool, args).await
+    engine.run(RunRequest::new(tool, args)).await
 }
 
 #[tokio::test]
@@ -74,7 +74,7 @@ async fn minimal_passes_arguments_through() {
 async fn node_limit_names_the_limit_and_the_count() {
     // 1000 nodes by default: n = 1000 needs about 2,000.
     let r = run("loop_example.yaml", "sum_to_n", json!({"n": 1000})).await;
-    let err = r.result.expect_err("limit reached");
+    let err = r.error().cloned().expect("limit reached");
     assert_eq!(err.kind, RunErrorKind::Limit);
     assert!(
         err.message.contains("maxNodeExecutions is 1000"),
@@ -87,7 +87,7 @@ async fn node_limit_names_the_limit_and_the_count() {
 #[tokio::test]
 async fn unknown_tool_is_a_clear_error() {
     let r = run("loop_example.yaml", "nope", json!({})).await;
-    let err = r.result.expect_err("unknown");
+    let err = r.error().cloned().expect("unknown");
     assert_eq!(err.kind, RunErrorKind::UnknownTool);
     assert!(err.message.contains("sum_to_n"), "{}", err.message);
 }
@@ -103,8 +103,10 @@ async fn time_limit_names_the_limit() {
         1,
     );
     let (_, engine) = common::load_str(&text);
-    let r = engine.run("sum_to_n", json!({"n": 100000000})).await;
-    let err = r.result.expect_err("time limit reached");
+    let r = engine
+        .run(RunRequest::new("sum_to_n", json!({"n": 100000000})))
+        .await;
+    let err = r.error().cloned().expect("time limit reached");
     assert_eq!(err.kind, RunErrorKind::Limit);
     assert!(
         err.message.contains("maxExecutionTimeMs is 1 "),

@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{fixture_bin, load_str};
-use mcpflow_engine::{Control, Engine, Event, RunErrorKind, RunOptions, RunStatus};
+use mcpflow_engine::{Control, Engine, Event, RunErrorKind, RunRequest, RunStatus};
 use serde_json::{Value as Json, json};
 
 /// A config with two fixture processes (`fx`, `fx2`) and the given tools.
@@ -73,8 +73,8 @@ async fn a_tool_failing_twice_is_retried_to_success() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("flaky", json!({})).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    let run = e.run(RunRequest::new("flaky", json!({}))).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     assert_eq!(
         run.output().unwrap().to_json(),
         json!({"key": "twice", "attempt": 3})
@@ -103,8 +103,8 @@ async fn tool_errors_are_not_retried_unless_retry_on_says_so() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("flaky", json!({})).await;
-    let err = run.result.as_ref().unwrap_err();
+    let run = e.run(RunRequest::new("flaky", json!({}))).await;
+    let err = run.error().expect("the run fails");
     assert_eq!(err.kind, RunErrorKind::ToolError);
     assert_eq!(run.history.records()[1].attempts, Some(1));
 }
@@ -129,8 +129,8 @@ async fn a_hanging_call_times_out_and_takes_the_on_error_path() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("hang", json!({})).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    let run = e.run(RunRequest::new("hang", json!({}))).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     let out = run.output().unwrap().to_json();
     assert_eq!(out["handled"]["kind"], "timeout");
     assert_eq!(out["handled"]["nodeId"], "slow");
@@ -160,7 +160,7 @@ async fn an_optional_node_records_its_failure_and_goes_on() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("opt", json!({})).await;
+    let run = e.run(RunRequest::new("opt", json!({}))).await;
     let out = run.output().expect("succeeds").to_json();
     assert!(out["msg"].as_str().unwrap().contains("nope"), "{out}");
     assert_eq!(out["kind"], "toolError");
@@ -186,7 +186,7 @@ async fn expression_errors_are_routed_but_never_retried() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("expr", json!({})).await;
+    let run = e.run(RunRequest::new("expr", json!({}))).await;
     let out = run.output().expect("routed").to_json();
     assert_eq!(out["kind"], "expression");
     assert_eq!(out["attempts"], 1);
@@ -218,8 +218,8 @@ async fn fail_fast_cancels_the_other_branches_when_one_crashes() {
     // Start `fx` first: on a loaded machine a cold `fx` could still be starting when `fx2`
     // crashes, and a request never sent has nothing to cancel.
     assert_eq!(wait_cancellations(&e, "fx", 0).await, 0);
-    let run = e.run("par", json!({})).await;
-    let err = run.result.as_ref().unwrap_err();
+    let run = e.run(RunRequest::new("par", json!({}))).await;
+    let err = run.error().expect("the run fails");
     assert_eq!(err.kind, RunErrorKind::Upstream);
     assert_eq!(err.node_id.as_deref(), Some("par"));
     assert!(err.message.contains("branch `boom`"), "{err}");
@@ -251,7 +251,7 @@ async fn wait_all_lets_every_branch_finish_and_lists_the_failures() {
                 "onError: join\n        next: join\n      - { id: slow",
             ),
     );
-    let run = e.run("par", json!({})).await;
+    let run = e.run(RunRequest::new("par", json!({}))).await;
     let out = run.output().expect("onError handles it").to_json();
     assert_eq!(out["kind"], "upstream");
     let errors = out["errors"].as_object().unwrap();
@@ -300,7 +300,7 @@ async fn parallel_joins_branch_outputs_and_branches_see_their_own_work() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("par", json!({"x": 1})).await;
+    let run = e.run(RunRequest::new("par", json!({"x": 1}))).await;
     let out = run.output().expect("succeeds").to_json();
     assert_eq!(
         out["par"],
@@ -323,8 +323,8 @@ async fn foreach_keeps_order_and_never_exceeds_its_concurrency() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("each", json!({})).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    let run = e.run(RunRequest::new("each", json!({}))).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     let out = run.output().unwrap().to_json();
     let expected: Vec<Json> = (1..=1000).map(|i| json!(i * 2)).collect();
     assert_eq!(out, Json::Array(expected));
@@ -361,7 +361,9 @@ async fn foreach_with_a_call_body_runs_another_tool_per_item() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("each", json!({"list": [1, 2, 3]})).await;
+    let run = e
+        .run(RunRequest::new("each", json!({"list": [1, 2, 3]})))
+        .await;
     // Exit turns a falsy value into {}: the doubled numbers are not falsy.
     assert_eq!(run.output().expect("ok").to_json(), json!([2, 4, 6]));
     let call = run
@@ -402,11 +404,16 @@ async fn call_depth_is_limited() {
         ),
     )
     .1;
-    let run = e.run("a", json!({})).await;
-    let err = run.result.as_ref().unwrap_err();
+    let run = e.run(RunRequest::new("a", json!({}))).await;
+    let err = run.error().expect("the run fails");
     assert_eq!(err.kind, RunErrorKind::Limit);
     assert!(err.message.contains("maxCallDepth is 1"), "{err}");
-    assert!(e.run("b", json!({})).await.output().is_some());
+    assert!(
+        e.run(RunRequest::new("b", json!({})))
+            .await
+            .output()
+            .is_some()
+    );
 }
 
 #[tokio::test]
@@ -421,8 +428,8 @@ async fn a_tool_timeout_bounds_the_whole_run() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("slow", json!({})).await;
-    let err = run.result.as_ref().unwrap_err();
+    let run = e.run(RunRequest::new("slow", json!({}))).await;
+    let err = run.error().expect("the run fails");
     assert_eq!(
         err.kind,
         RunErrorKind::Limit,
@@ -443,14 +450,7 @@ async fn cancelling_a_run_cancels_the_upstream_call() {
 "#,
     );
     let control = Control::new();
-    let mut handle = e.start(
-        "hang",
-        json!({}),
-        RunOptions {
-            control: control.clone(),
-            event_capacity: None,
-        },
-    );
+    let mut handle = e.spawn(RunRequest::new("hang", json!({})).with_control(control.clone()));
     let mut events = handle.events();
     while let Ok(ev) = events.recv().await {
         if matches!(&ev, Event::NodeStarted { node_id, .. } if &**node_id == "s") {
@@ -462,7 +462,12 @@ async fn cancelling_a_run_cancels_the_upstream_call() {
     control.cancel();
     let run = handle.wait().await;
     assert_eq!(run.status, RunStatus::Cancelled);
-    assert!(run.result.unwrap_err().message.contains("cancelled"));
+    assert!(
+        run.error()
+            .expect("the run fails")
+            .message
+            .contains("cancelled")
+    );
     assert_eq!(wait_cancellations(&e, "fx", 1).await, 1);
 }
 
@@ -486,7 +491,7 @@ async fn history_functions_in_a_branch_read_the_fork_prefix_then_the_branch() {
       - { id: exit, type: exit }
 "#,
     );
-    let run = e.run("hist", json!({})).await;
+    let run = e.run(RunRequest::new("hist", json!({}))).await;
     let out = run.output().expect("succeeds").to_json();
     assert_eq!(
         out["par"]["a"],

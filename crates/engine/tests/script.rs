@@ -4,7 +4,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::{load_path, load_str};
-use mcpflow_engine::{Engine, RunErrorKind, RunStatus};
+use mcpflow_engine::{Engine, RunEnd, RunErrorKind, RunRequest, RunStatus};
 use serde_json::{Value as Json, json};
 
 /// A config whose tools are given as YAML (indented for `tools:`).
@@ -42,10 +42,11 @@ fn repo_example(name: &str) -> PathBuf {
 }
 
 async fn ok(engine: &Engine, tool: &str, args: Json) -> Json {
-    let run = engine.run(tool, args).await;
-    match &run.result {
-        Ok(v) => v.to_json(),
-        Err(e) => panic!("{tool} failed: {e}"),
+    let run = engine.run(RunRequest::new(tool, args)).await;
+    match run.end {
+        RunEnd::Waiting(w) => panic!("{tool} waits: {w:?}"),
+        RunEnd::Finished(Ok(v)) => v.to_json(),
+        RunEnd::Finished(Err(e)) => panic!("{tool} failed: {e}"),
     }
 }
 
@@ -56,8 +57,8 @@ async fn the_example_prices_an_order_with_its_script() {
         "items": [{"name": "tea", "price": 4.5, "qty": 2}, {"name": "cake", "price": 3, "qty": 1}],
         "coupon": "TENOFF"
     });
-    let run = engine.run("order_total", args).await;
-    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.result);
+    let run = engine.run(RunRequest::new("order_total", args)).await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
     assert_eq!(
         run.output().map(|v| v.to_json()),
         Some(json!({"total": 10.8, "summary": "2 x tea, 1 x cake = 10.8"}))
@@ -104,7 +105,7 @@ async fn without_input_the_script_sees_the_context_and_downstream_reads_its_outp
         )
     ));
     let (_, engine) = load_str(&yaml);
-    let run = engine.run("double", json!({"n": 5})).await;
+    let run = engine.run(RunRequest::new("double", json!({"n": 5}))).await;
     assert_eq!(run.output().map(|v| v.to_json()), Some(json!(16)));
     let rec = &run.history.records()[2];
     assert_eq!(
@@ -161,9 +162,9 @@ async fn throws_loops_bombs_and_bad_results_fail_the_node_and_the_next_run_works
         .collect();
     let (_, engine) = load_str(&config(&tools));
     for (name, _, message) in cases {
-        let run = engine.run(name, json!({})).await;
+        let run = engine.run(RunRequest::new(name, json!({}))).await;
         assert_eq!(run.status, RunStatus::Failed, "{name}");
-        let err = run.result.as_ref().expect_err(name);
+        let err = run.error().expect(name);
         assert_eq!(err.kind, RunErrorKind::Script, "{name}: {err}");
         assert_eq!(err.node_id.as_deref(), Some("s"), "{name}");
         assert!(err.message.contains(message), "{name}: {err}");
@@ -245,7 +246,7 @@ async fn a_file_script_runs_and_its_syntax_error_points_into_the_file() {
         "export default function (input) {\n  return input +* 2;\n}\n",
     )
     .expect("write");
-    let errors = mcpflow_config::load(&path, None).expect_err("syntax error");
+    let errors = common::rejected_path(&path);
     let e = &errors.errors[0];
     assert!(e.file.ends_with("scripts/score.js"), "{errors}");
     assert_eq!((e.line, e.col), (2, 17), "{errors}");
@@ -256,7 +257,7 @@ async fn a_file_script_runs_and_its_syntax_error_points_into_the_file() {
     );
 
     std::fs::remove_file(dir.path().join("scripts/score.js")).expect("rm");
-    let errors = mcpflow_config::load(&path, None).expect_err("missing file");
+    let errors = common::rejected_path(&path);
     assert!(errors.to_string().contains("cannot be read"), "{errors}");
 }
 
@@ -275,7 +276,7 @@ fn inline_syntax_errors_point_into_the_yaml_block_and_every_problem_is_reported(
         tool("both", "        source: \"(x) => x\"\n        file: x.js"),
     ];
     let yaml = config(&tools.concat());
-    let errors = mcpflow_config::load_str(&yaml, "bad.yaml").expect_err("invalid");
+    let errors = common::rejected_str(&yaml, "bad.yaml");
     let text = errors.to_string();
     let line_of = |needle: &str| {
         yaml.lines()
@@ -311,7 +312,7 @@ fn limits_out_of_range_are_config_errors() {
         "t",
         "        source: \"(x) => x\"\n        limits: { memoryBytes: 1000, cpuMs: 0 }",
     ));
-    let errors = mcpflow_config::load_str(&yaml, "limits.yaml").expect_err("invalid");
+    let errors = common::rejected_str(&yaml, "limits.yaml");
     let text = errors.to_string();
     assert!(text.contains("memoryBytes"), "{text}");
     assert!(text.contains("cpuMs"), "{text}");
@@ -349,14 +350,14 @@ async fn a_continued_run_keeps_the_script_output_it_had_and_does_not_rerun_it() 
         engine
     };
     let engine = durable();
-    let run = engine.run("draw", json!({})).await;
-    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.result);
+    let run = engine.run(RunRequest::new("draw", json!({}))).await;
+    assert_eq!(run.status, RunStatus::Waiting, "{:?}", run.end);
     let drawn = run.history.records()[1]
         .output
         .as_ref()
         .map(|o| o.to_json()["r"].clone())
         .expect("the script's output");
-    let session = run.output().expect("waiting").to_json()["sessionId"]
+    let session = run.waiting().expect("waiting").to_json()["sessionId"]
         .as_str()
         .expect("session id")
         .to_owned();
@@ -364,7 +365,10 @@ async fn a_continued_run_keeps_the_script_output_it_had_and_does_not_rerun_it() 
     let engine = durable();
     let control = mcpflow_engine::Control::new();
     let done = engine
-        .continue_session("draw", &session, json!({"a": 1}), &control, None, None)
+        .continue_session(
+            RunRequest::new("draw", json!({"a": 1})).with_control(control.clone()),
+            &session,
+        )
         .await
         .expect("continues");
     assert_eq!(

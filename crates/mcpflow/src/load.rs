@@ -6,26 +6,33 @@ use mcpflow_upstream::UpstreamPool;
 
 use crate::cli::ConfigArgs;
 
-/// Loads and compiles a config, printing every problem to stderr on failure.
+/// Loads and compiles a config, printing every problem to stderr on failure: the loader's
+/// and the engine's compile errors together, each at its `file:line:col`.
 pub fn load(args: &ConfigArgs) -> Result<(Loaded, Engine), ExitCode> {
-    let loaded = match mcpflow_config::load(&args.config, args.mcp.as_deref()) {
-        Ok(l) => l,
-        Err(errors) => {
-            eprintln!("{errors}");
-            return Err(ExitCode::from(2));
-        }
+    let mut loader = mcpflow_config::Loader::new();
+    if let Some(mcp) = &args.mcp {
+        loader = loader.mcp_json(mcp);
+    }
+    let rejected = |errors: mcpflow_config::ConfigErrors| {
+        eprintln!("{errors}");
+        ExitCode::from(2)
     };
+    let (loaded, engine) = loader
+        .read(&args.config)
+        .and_then(|draft| {
+            draft.compile(
+                |config, base_dir| {
+                    let pool = UpstreamPool::new(config.mcp_servers.clone(), base_dir.into());
+                    Engine::new(config, pool)
+                },
+                mcpflow_engine::check,
+            )
+        })
+        .map_err(rejected)?;
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
-    let pool = UpstreamPool::new(loaded.config.mcp_servers.clone(), loaded.base_dir.clone());
-    match Engine::new(&loaded.config, pool) {
-        Ok(engine) => Ok((loaded, engine)),
-        Err(e) => {
-            eprintln!("{}: {e}", args.config.display());
-            Err(ExitCode::from(2))
-        }
-    }
+    Ok((loaded, engine))
 }
 
 pub fn validate(args: ConfigArgs) -> ExitCode {

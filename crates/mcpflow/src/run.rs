@@ -55,31 +55,31 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if let Err(e) = crate::state::attach(
-        &engine,
-        &loaded,
-        &args.state,
-        args.mcp.as_deref(),
-        crate::state::owner(None),
-    )
-    .await
+    if let Err(e) =
+        crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None)).await
     {
         eprintln!("mcpflow: {e}");
         return ExitCode::FAILURE;
     }
-    let run = engine.run(&args.tool, input).await;
+    let run = engine
+        .run(mcpflow_engine::RunRequest::new(args.tool.as_str(), input))
+        .await;
     engine.pool().shutdown().await;
-    let code = match &run.result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
+    let code = match run.error() {
+        None => ExitCode::SUCCESS,
+        Some(e) => {
             eprintln!("mcpflow: tool `{}` failed: {e}", args.tool);
             ExitCode::FAILURE
         }
     };
-    let result = run.output().map(|v| v.to_json());
+    // A run that waits prints its session handle, as a tool call would answer it.
+    let result = match run.waiting() {
+        Some(w) => Some(w.to_json()),
+        None => run.output().map(|v| v.to_json()),
+    };
     let out = if args.history {
         let mut o = json!({"result": result, "history": run.history});
-        if let Err(e) = &run.result {
+        if let Some(e) = run.error() {
             o["error"] = json!(e);
         }
         o

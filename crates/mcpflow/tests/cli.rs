@@ -165,6 +165,14 @@ tools:
         "unknown key `nxt` at line 11: {err}"
     );
     assert!(err.contains("next"), "suggests `next`: {err}");
+    // The engine's compile errors come with the loader's, in file order: `$sum(` ends at
+    // column 23 of line 15 (just after the `(`), where the parser stops.
+    assert!(
+        err.contains("broken.yaml:15:23: invalid JSONata expression in node \"a\""),
+        "the expression is compiled even though the config is broken elsewhere: {err}"
+    );
+    assert!(err.contains("broken.yaml:16:"), "dangling `nowhere`: {err}");
+    assert!(err.trim_end().ends_with("3 errors"), "{err}");
 }
 
 #[test]

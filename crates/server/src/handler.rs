@@ -1,8 +1,13 @@
+//! [`GraphServer`]: the MCP server of one config. It lists the graph tools (and the session
+//! companions and proxied tools), and answers `tools/call`: a graph tool's arguments are
+//! checked, its run started with a `RunRequest`, and the run's `RunEnd` matched into the
+//! answer ([`Called`]): a result, or the handle of a run that waits.
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcpflow_config::{Config, ServerMeta};
-use mcpflow_engine::{Control, Engine, Event};
+use mcpflow_engine::{Control, Engine, Event, Run, RunEnd, RunRequest, Waiting};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -144,6 +149,19 @@ impl GraphServer {
         arguments: Option<serde_json::Map<String, Value>>,
         options: &CallOptions,
     ) -> Result<CallToolResult, McpError> {
+        Ok(self
+            .call_graph(name, arguments, options)
+            .await?
+            .into_result())
+    }
+
+    /// A call of a graph tool or a session companion: its answer, or the run that waits.
+    pub(crate) async fn call_graph(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<Called, McpError> {
         let Some(entry) = self.inner.by_name.get(name) else {
             if let Some(c) = self.inner.companions.get(name) {
                 return Ok(self.call_companion(name, c, arguments, options).await);
@@ -160,30 +178,58 @@ impl GraphServer {
         let args = Value::Object(arguments.unwrap_or_default());
         if let Err(errors) = entry.input.check(&args) {
             // A tool-level error (not a protocol error) so the model reads what to fix.
-            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "invalid arguments for `{name}`: {}",
-                errors.join("; ")
-            ))]));
+            return Ok(Called::Answer(CallToolResult::error(vec![
+                ContentBlock::text(format!(
+                    "invalid arguments for `{name}`: {}",
+                    errors.join("; ")
+                )),
+            ])));
         }
         let control = Control::new();
         let engine = &self.inner.engine;
         let ask = options.asker();
-        let ctl = &control;
         let run = options
-            .drive(ctl, |tx| async move {
-                engine.run_asking(name, args, ctl, tx.as_ref(), ask).await
+            .drive(&control, |tx| {
+                let request = RunRequest::new(name, args)
+                    .with_control(control.clone())
+                    .with_events(tx)
+                    .with_asker(ask);
+                engine.run(request)
             })
             .await;
-        match &run.result {
-            Ok(_) => {
-                tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run succeeded")
-            }
-            Err(e) => tracing::warn!(run = %run.id, tool = name, error = %e, "run failed"),
+        if let Some(e) = run.error() {
+            tracing::warn!(run = %run.id, tool = name, error = %e, "run failed");
+        } else {
+            tracing::debug!(run = %run.id, tool = name, nodes = run.history.len(), "run ended");
         }
-        if run.status == mcpflow_engine::RunStatus::Waiting {
-            return Ok(crate::session::waiting_result(&run));
+        Ok(Called::of(run, entry.output.as_ref()))
+    }
+}
+
+/// What a call of a graph tool (or a session companion) produced.
+pub(crate) enum Called {
+    /// The answer to send: the run's result or error, or why the call was refused.
+    Answer(CallToolResult),
+    /// The run waits for its client: answered with the session handle, or, for a request that
+    /// cannot be asked inline, with an "input required" result.
+    Waiting(Box<Waiting>),
+}
+
+impl Called {
+    /// How `run` is answered.
+    pub(crate) fn of(run: Run, output_schema: Option<&ArgsValidator>) -> Called {
+        match run.end {
+            RunEnd::Waiting(w) => Called::Waiting(w),
+            RunEnd::Finished(_) => Called::Answer(tool_result(&run, output_schema)),
         }
-        Ok(tool_result(&run, entry.output.as_ref()))
+    }
+
+    /// The plain tool result: a waiting run answers its session handle.
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match self {
+            Called::Answer(result) => result,
+            Called::Waiting(w) => crate::session::waiting_result(&w),
+        }
     }
 }
 
@@ -394,11 +440,11 @@ impl ServerHandler for GraphServer {
                 if let Some(response) = self.resume(&request, options).await {
                     return Ok(response);
                 }
-                let result = self
-                    .call_with(&request.name, request.arguments, options)
+                let called = self
+                    .call_graph(&request.name, request.arguments, options)
                     .await?;
                 Ok(crate::session_input::respond(
-                    result,
+                    called,
                     options.deferred.as_deref(),
                 ))
             },

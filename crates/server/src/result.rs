@@ -1,4 +1,6 @@
-use mcpflow_engine::Run;
+//! The MCP answer for a run: its output as structured content, or its error as a tool error.
+
+use mcpflow_engine::{Run, RunEnd};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
@@ -7,8 +9,9 @@ use crate::args::ArgsValidator;
 /// The MCP answer for a finished run: `{content: [text JSON], structuredContent}` on success
 /// (structuredContent only for an object, as MCP requires), `isError` with the message on failure.
 pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallToolResult {
-    match &run.result {
-        Ok(value) => {
+    match &run.end {
+        RunEnd::Waiting(w) => crate::session::waiting_result(w),
+        RunEnd::Finished(Ok(value)) => {
             let json = value.to_json();
             if let Some(v) = output_schema
                 && let Err(errors) = v.check(&json)
@@ -24,7 +27,7 @@ pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallTool
                 other => CallToolResult::success(vec![ContentBlock::text(other.to_string())]),
             }
         }
-        Err(e) => {
+        RunEnd::Finished(Err(e)) => {
             let place = if e.node_id.is_some() { " at" } else { ":" };
             CallToolResult::error(vec![ContentBlock::text(format!(
                 "tool `{}` failed{place} {e}",

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpflow_engine::{Answer, Ask, Engine, Run, SessionError};
+use mcpflow_engine::{Answer, Ask, Engine, SessionError, Waiting};
 use mcpflow_store::Session;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, Tool};
@@ -103,9 +103,8 @@ fn session_only() -> Value {
 
 /// The answer to a call whose run is waiting: the session handle, as structured content and
 /// as text.
-pub(crate) fn waiting_result(run: &Run) -> CallToolResult {
-    let json = run.output().map(|v| v.to_json()).unwrap_or(Value::Null);
-    let mut result = CallToolResult::structured(json);
+pub(crate) fn waiting_result(waiting: &Waiting) -> CallToolResult {
+    let mut result = CallToolResult::structured(waiting.to_json());
     result.is_error = Some(false);
     result
 }

@@ -1,12 +1,10 @@
 //! `NAME_continue`, `NAME_cancel` and `NAME_status` calls, with the same cancellation and
 //! progress reporting as the tool call that started the run.
 
-use mcpflow_engine::{Control, RunStatus};
-use rmcp::model::CallToolResult;
+use mcpflow_engine::{Control, RunRequest};
 use serde_json::Value;
 
-use crate::handler::{CallOptions, GraphServer};
-use crate::result::tool_result;
+use crate::handler::{CallOptions, Called, GraphServer};
 use crate::session::{self, Companion, CompanionKind};
 
 impl GraphServer {
@@ -16,39 +14,38 @@ impl GraphServer {
         c: &Companion,
         arguments: Option<serde_json::Map<String, Value>>,
         options: &CallOptions,
-    ) -> CallToolResult {
+    ) -> Called {
         let args = match session::parse_args(name, c, arguments) {
             Ok(a) => a,
-            Err(result) => return result,
+            Err(result) => return Called::Answer(result),
         };
         let engine = self.engine();
         if c.kind != CompanionKind::Continue {
-            return session::inspect(engine, c, &args.session_id).await;
+            return Called::Answer(session::inspect(engine, c, &args.session_id).await);
         }
         let input = args.input.unwrap_or(Value::Null);
         let control = Control::new();
         let ask = options.asker();
-        let (ctl, tool, session_id) = (&control, &c.tool, &args.session_id);
+        let session_id = &args.session_id;
         let run = options
-            .drive(ctl, |tx| async move {
-                engine
-                    .continue_session(tool, session_id, input, ctl, tx.as_ref(), ask)
-                    .await
+            .drive(&control, |tx| {
+                let request = RunRequest::new(c.tool.as_str(), input)
+                    .with_control(control.clone())
+                    .with_events(tx)
+                    .with_asker(ask);
+                engine.continue_session(request, session_id)
             })
             .await;
         let run = match run {
             Ok(run) => run,
             Err(e) => {
                 tracing::debug!(session = %args.session_id, tool = %c.tool, error = %e, "continue refused");
-                return session::continue_error(&e);
+                return Called::Answer(session::continue_error(&e));
             }
         };
-        if run.status == RunStatus::Waiting {
-            return session::waiting_result(&run);
-        }
-        if let Err(e) = &run.result {
+        if let Some(e) = run.error() {
             tracing::warn!(run = %run.id, tool = %c.tool, error = %e, "run failed");
         }
-        tool_result(&run, self.output_validator(&c.tool))
+        Called::of(run, self.output_validator(&c.tool))
     }
 }

@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use crate::handler::{CallOptions, GraphServer};
+use crate::handler::{CallOptions, Called, GraphServer};
 use crate::session::{Companion, CompanionKind};
 
 /// The key of the one elicitation in `inputRequests` (and of its answer in `inputResponses`).
@@ -75,25 +75,19 @@ impl CallOptions {
 
 /// The response to a call: its result, or, when the run waits on a question deferred to the
 /// client, the "input required" result asking it.
-pub(crate) fn respond(result: CallToolResult, ask: Option<&DeferredAsk>) -> CallToolResponse {
-    if !ask.is_some_and(|a| a.deferred.load(Ordering::Acquire)) {
-        return result.into();
-    }
-    let Some(waiting) = result
-        .structured_content
-        .as_ref()
-        .filter(|w| w["status"] == "waiting")
-    else {
-        return result.into();
+pub(crate) fn respond(called: Called, ask: Option<&DeferredAsk>) -> CallToolResponse {
+    let Called::Waiting(waiting) = called else {
+        return called.into_result().into();
     };
-    match (waiting["sessionId"].as_str(), &waiting["inputSchema"]) {
-        (Some(id), schema) => match input_required(id, &waiting["message"], schema) {
-            Some(asking) => asking.into(),
-            // The session stands: the client can still continue it with NAME_continue.
-            None => result.into(),
-        },
-        _ => result.into(),
+    if ask.is_some_and(|a| a.deferred.load(Ordering::Acquire)) {
+        let s = &waiting.suspension;
+        if let Some(asking) = input_required(&waiting.session_id, &s.message, &s.input_schema) {
+            return asking.into();
+        }
+        // Not a form an elicitation can carry: the session stands, and the client can still
+        // continue it with NAME_continue.
     }
+    crate::session::waiting_result(&waiting).into()
 }
 
 /// The "input required" result of session `session_id`; `None` when its inputSchema is not

@@ -1,45 +1,69 @@
-//! Announcements that an upstream's tool list changed, for whoever re-exports the list (the
-//! gateway sends its own `notifications/tools/list_changed` to its clients).
+//! A pool's feeds of what its upstreams announce unasked: tool list changes and log lines.
+//!
+//! Each [`UpstreamPool`](crate::UpstreamPool) owns one [`Feeds`]; whoever re-exports its
+//! upstreams (the gateway) subscribes to the pool it has, so two pools in one process never
+//! hear each other's upstreams. Announcements are made by [`crate::inbound`] in the order the
+//! upstream sent them, before any answer that followed them on the wire is handed back.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-/// The names of upstreams that said `notifications/tools/list_changed`, as they say it.
-///
-/// Process-wide: a name seen by two pools in one process wakes both listeners, which costs
-/// one spurious refresh and nothing else.
-pub fn list_changes() -> broadcast::Receiver<Arc<str>> {
-    feed().subscribe()
+/// How many list changes a slow subscriber may fall behind before it misses some (it then
+/// hears `Lagged` and should treat every upstream as changed).
+const CHANGES_CAPACITY: usize = 64;
+/// How many log lines a slow subscriber may fall behind before the oldest are dropped.
+const LOGS_CAPACITY: usize = 256;
+
+/// One `notifications/message` an upstream sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamLog {
+    /// The configured name of the upstream that logged.
+    pub server: Arc<str>,
+    /// The notification's params as sent (`level`, `logger`, `data`).
+    pub params: serde_json::Value,
 }
 
-pub(crate) fn announce(server: &Arc<str>) {
-    // No receiver is not an error: nobody re-exports the list.
-    let _ = feed().send(server.clone());
+/// The senders of one pool's feeds.
+#[derive(Debug)]
+pub(crate) struct Feeds {
+    changes: broadcast::Sender<Arc<str>>,
+    logs: broadcast::Sender<UpstreamLog>,
 }
 
-fn feed() -> &'static broadcast::Sender<Arc<str>> {
-    static FEED: OnceLock<broadcast::Sender<Arc<str>>> = OnceLock::new();
-    FEED.get_or_init(|| broadcast::channel(64).0)
-}
-
-/// `notifications/message` an upstream sent, as `(server, params as JSON)`: the gateway relays
-/// them to the client whose call is in flight there.
-pub fn upstream_logs() -> broadcast::Receiver<(Arc<str>, serde_json::Value)> {
-    log_feed().subscribe()
-}
-
-pub(crate) fn announce_log(server: &Arc<str>, params: &impl serde::Serialize) {
-    // Nobody listening (no gateway) is the common case: skip the conversion.
-    if log_feed().receiver_count() == 0 {
-        return;
-    }
-    if let Ok(params) = serde_json::to_value(params) {
-        let _ = log_feed().send((server.clone(), params));
+impl Default for Feeds {
+    fn default() -> Self {
+        Feeds {
+            changes: broadcast::channel(CHANGES_CAPACITY).0,
+            logs: broadcast::channel(LOGS_CAPACITY).0,
+        }
     }
 }
 
-fn log_feed() -> &'static broadcast::Sender<(Arc<str>, serde_json::Value)> {
-    static FEED: OnceLock<broadcast::Sender<(Arc<str>, serde_json::Value)>> = OnceLock::new();
-    FEED.get_or_init(|| broadcast::channel(256).0)
+impl Feeds {
+    pub fn list_changes(&self) -> broadcast::Receiver<Arc<str>> {
+        self.changes.subscribe()
+    }
+
+    pub fn logs(&self) -> broadcast::Receiver<UpstreamLog> {
+        self.logs.subscribe()
+    }
+
+    pub fn announce_change(&self, server: &Arc<str>) {
+        // No receiver is not an error: nobody re-exports the list.
+        let _ = self.changes.send(server.clone());
+    }
+
+    pub fn announce_log(&self, server: &Arc<str>, params: &impl serde::Serialize) {
+        // Nobody listening (no gateway) is the common case: skip the conversion.
+        if self.logs.receiver_count() == 0 {
+            return;
+        }
+        if let Ok(params) = serde_json::to_value(params) {
+            let _ = self.logs.send(UpstreamLog {
+                server: server.clone(),
+                params,
+            });
+        }
+    }
 }

@@ -1,25 +1,26 @@
 //! One live MCP session with one upstream, a child process or a remote server: handshake,
-//! requests with a deadline, and prompt failure when the child dies or the connection breaks.
+//! the sending of one request (see [`Connection::send`], the crate's one send path), and prompt
+//! failure when the child dies, the connection breaks, the deadline passes or the caller
+//! cancels.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientRequest, JsonObject, RequestId, ServerResult,
-};
-use rmcp::service::ServiceRole;
+use rmcp::model::{ClientRequest, GetExtensions, RequestMetaObject, ServerResult};
 use rmcp::service::{ClientInitializeError, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 
-use crate::client::{ClientEvents, ProgressRoutes, ProgressSink, ToolCache};
+use crate::cancel::{ABANDONED, CancelOnDrop};
+use crate::client::ClientEvents;
 use crate::error::UpstreamError;
+use crate::inbound::{Inbound, Ordered, ProgressRoute, ProgressSink};
 use crate::process::{self, ChildProcess, CommandSpec, Spawned};
-use crate::relay::{InFlight, Relay};
+use crate::relay::{Caller, Relay};
 use crate::remote::RemoteSpec;
-use crate::result::{ServerInfo, ToolInfo, ToolResult};
+use crate::result::ServerInfo;
 use crate::stderr::StderrTail;
 
 /// rmcp marks the error it hands a request whose response stream closed early with this key.
@@ -32,13 +33,23 @@ pub(crate) struct Connection {
     server: Arc<str>,
     service: RunningService<RoleClient, ClientEvents>,
     link: Link,
-    tools: Arc<ToolCache>,
-    progress: Arc<ProgressRoutes>,
+    /// Where requests register their progress routes.
+    inbound: Arc<Inbound>,
     /// Calls in flight, for the upstream's requests to their clients.
     relay: Arc<Relay>,
     info: ServerInfo,
     /// Whether this session can carry 2026-07-28 requests (asked once, on first need).
-    pub(crate) era: crate::upstream::stateless::EraProbe,
+    pub(crate) era: crate::stateless::EraProbe,
+}
+
+/// How [`Connection::send`] sends one request: the caller's options, resolved for this
+/// connection.
+pub(crate) struct Sending<'a> {
+    pub timeout: Duration,
+    pub progress: Option<&'a ProgressSink>,
+    pub caller: Option<&'a Arc<dyn Caller>>,
+    /// `_meta` entries put over rmcp's own (a 2026-07-28 client's context).
+    pub meta: Option<RequestMetaObject>,
 }
 
 /// What carries the session.
@@ -66,6 +77,7 @@ impl Connection {
         spec: &CommandSpec,
         timeout: Duration,
         stderr: Arc<StderrTail>,
+        inbound: Arc<Inbound>,
     ) -> Result<Connection, UpstreamError> {
         let Spawned {
             process,
@@ -76,16 +88,9 @@ impl Connection {
             command: spec.display.clone(),
             reason: spawn_failure(&error),
         })?;
-        let tools = Arc::new(ToolCache::default());
-        let progress = Arc::new(ProgressRoutes::default());
         let relay = Arc::new(Relay::default());
-        let handshake = ClientEvents::new(
-            server.clone(),
-            tools.clone(),
-            progress.clone(),
-            relay.clone(),
-        )
-        .serve((stdout, stdin));
+        let transport = Ordered::new(AsyncRwTransport::new_client(stdout, stdin), inbound.clone());
+        let handshake = ClientEvents::new(server.clone(), relay.clone()).serve(transport);
         let service = match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(service)) => service,
             Ok(Err(error)) => {
@@ -111,8 +116,7 @@ impl Connection {
             server,
             service,
             Link::Child(process),
-            tools,
-            progress,
+            inbound,
             relay,
             pid.map(|pid| format!("pid {pid}")),
         ))
@@ -123,19 +127,12 @@ impl Connection {
         server: &Arc<str>,
         spec: &RemoteSpec,
         timeout: Duration,
+        inbound: Arc<Inbound>,
     ) -> Result<Connection, UpstreamError> {
-        let tools = Arc::new(ToolCache::default());
-        let progress = Arc::new(ProgressRoutes::default());
         let relay = Arc::new(Relay::default());
-        let events = || {
-            ClientEvents::new(
-                server.clone(),
-                tools.clone(),
-                progress.clone(),
-                relay.clone(),
-            )
-        };
-        let service = match tokio::time::timeout(timeout, spec.handshake(events, timeout)).await {
+        let events = || ClientEvents::new(server.clone(), relay.clone());
+        let handshake = spec.handshake(events, &inbound, timeout);
+        let service = match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(service)) => service,
             Ok(Err(reason)) => {
                 return Err(UpstreamError::Unreachable {
@@ -162,8 +159,7 @@ impl Connection {
             server,
             service,
             link,
-            tools,
-            progress,
+            inbound,
             relay,
             Some(place),
         ))
@@ -173,8 +169,7 @@ impl Connection {
         server: &Arc<str>,
         service: RunningService<RoleClient, ClientEvents>,
         link: Link,
-        tools: Arc<ToolCache>,
-        progress: Arc<ProgressRoutes>,
+        inbound: Arc<Inbound>,
         relay: Arc<Relay>,
         place: Option<String>,
     ) -> Connection {
@@ -213,31 +208,16 @@ impl Connection {
             server: server.clone(),
             service,
             link,
-            tools,
-            progress,
+            inbound,
             relay,
             info,
             era: Default::default(),
         }
     }
 
-    /// For the gateway's pass-through: the session, to send any request on.
-    pub(crate) fn peer(&self) -> &rmcp::service::Peer<RoleClient> {
+    /// The session, for the requests of the connection's own upkeep (the era probe).
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
-    }
-
-    pub(crate) fn progress_routes(&self) -> Arc<ProgressRoutes> {
-        self.progress.clone()
-    }
-
-    /// Counts a call in flight (a forwarded one with its `caller`, or a graph node's with
-    /// none) for the upstream's requests to clients, until the guard drops.
-    pub(crate) fn in_flight(
-        &self,
-        caller: Option<Arc<dyn crate::relay::Caller>>,
-        timeout: Duration,
-    ) -> InFlight {
-        self.relay.enter(caller, timeout)
     }
 
     pub fn info(&self) -> &ServerInfo {
@@ -275,88 +255,52 @@ impl Connection {
         }
     }
 
-    pub async fn call_tool(
+    /// Sends `request` and waits for its answer, within the deadline and the link's life:
+    /// every request to an upstream takes this path. The call is counted in flight (for the
+    /// upstream's requests to its caller) before it is sent, its progress is routed from
+    /// before it is sent, and an abandoned request (timed out, cancelled, or its future
+    /// dropped) is cancelled upstream with `notifications/cancelled`.
+    pub async fn send(
         &self,
-        tool: &str,
-        args: JsonObject,
-        timeout: Duration,
-    ) -> Result<ToolResult, UpstreamError> {
-        let operation = format!("tools/call {tool}");
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        // A graph's call has no client to ask; while it runs, no other call's client is asked
-        // for the upstream's requests either (they could belong to this call).
-        let _in_flight = self.in_flight(None, timeout);
-        let result = self
-            .request(&operation, timeout, self.service.call_tool(params))
-            .await?;
-        ToolResult::from_rmcp(result).map_err(|error| UpstreamError::Protocol {
-            server: self.server.to_string(),
-            operation,
-            reason: error.to_string(),
-        })
-    }
-
-    /// Like [`Connection::call_tool`], sending the upstream's progress notifications about this
-    /// call to `sink`.
-    pub async fn call_tool_with_progress(
-        &self,
-        tool: &str,
-        args: JsonObject,
-        timeout: Duration,
-        sink: ProgressSink,
-    ) -> Result<ToolResult, UpstreamError> {
-        let operation = format!("tools/call {tool}");
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        mut request: ClientRequest,
+        operation: &str,
+        how: Sending<'_>,
+    ) -> Result<ServerResult, UpstreamError> {
         let peer = self.service.peer();
-        let in_flight = self.in_flight(None, timeout);
+        // Counted before it is sent: the upstream may ask before we hear back from the send.
+        let in_flight = self.relay.enter(how.caller.cloned(), how.timeout);
+        // Owned by the request's future: when it ends, however it ends, the caller's channel
+        // closes (the route only holds it weakly).
+        let progress = how.progress.map(|sink| Arc::new(sink.clone()));
+        if let Some(sink) = &progress {
+            request
+                .extensions_mut()
+                .insert(ProgressRoute(Arc::downgrade(sink)));
+        }
+        let options = match how.meta {
+            Some(meta) => PeerRequestOptions::no_options().with_meta(meta),
+            None => PeerRequestOptions::no_options(),
+        };
         let call = async move {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-            let handle = peer
-                .send_request_with_option(request, PeerRequestOptions::no_options())
-                .await?;
+            let handle = peer.send_request_with_option(request, options).await?;
             in_flight.sent_as(&handle.id);
-            let _route = self.progress.register(handle.progress_token.clone(), sink);
-            // rmcp's own call_tool cancels an abandoned request; this path must do it itself.
+            let _route = progress.as_ref().map(|_| {
+                self.inbound
+                    .route_until_dropped(handle.progress_token.clone())
+            });
             let mut guard = CancelOnDrop::new(peer, handle.id.clone(), ABANDONED);
             let response = handle.await_response().await;
             guard.disarm();
-            match response? {
-                ServerResult::CallToolResult(result) => Ok(result),
-                _ => Err(ServiceError::UnexpectedResponse),
-            }
+            response
         };
-        let result = self.request(&operation, timeout, call).await?;
-        ToolResult::from_rmcp(result).map_err(|error| UpstreamError::Protocol {
-            server: self.server.to_string(),
-            operation,
-            reason: error.to_string(),
-        })
-    }
-
-    /// All pages of `tools/list`, served from the cache until the upstream announces a change.
-    pub async fn list_tools(&self, timeout: Duration) -> Result<Arc<Vec<ToolInfo>>, UpstreamError> {
-        let generation = match self.tools.get() {
-            Ok(tools) => return Ok(tools),
-            Err(generation) => generation,
-        };
-        let tools = self
-            .request("tools/list", timeout, self.service.list_all_tools())
-            .await?;
-        let tools = Arc::new(
-            tools
-                .into_iter()
-                .map(ToolInfo::from_rmcp)
-                .collect::<Vec<_>>(),
-        );
-        self.tools.store(generation, tools.clone());
-        Ok(tools)
+        self.request(operation, how.timeout, call).await
     }
 
     /// Runs one request against the deadline and the child's life, whichever ends first.
     ///
-    /// On timeout the request future is dropped, and rmcp then sends `notifications/cancelled`
-    /// for it, so the upstream can stop working on an answer nobody will read.
-    pub(crate) async fn request<T>(
+    /// On timeout the request future is dropped, which sends `notifications/cancelled` for it,
+    /// so the upstream can stop working on an answer nobody will read.
+    async fn request<T>(
         &self,
         operation: &str,
         timeout: Duration,
@@ -575,59 +519,6 @@ async fn handshake_failure(error: &ClientInitializeError, process: &ChildProcess
         other => format!("`initialize` failed: {other}"),
     }
 }
-
-/// Sends `notifications/cancelled` for a request whose answer nobody will read any more (the
-/// caller cancelled or timed out, or the upstream stopped waiting for a relayed request), from
-/// either side of a connection; [`CancelOnDrop::disarm`] once the answer arrived.
-pub struct CancelOnDrop<'a, R: ServiceRole>
-where
-    R::Not: From<CancelledNotification>,
-{
-    peer: &'a Peer<R>,
-    id: Option<RequestId>,
-    reason: &'static str,
-}
-
-impl<'a, R: ServiceRole> CancelOnDrop<'a, R>
-where
-    R::Not: From<CancelledNotification>,
-{
-    pub fn new(peer: &'a Peer<R>, id: RequestId, reason: &'static str) -> Self {
-        CancelOnDrop {
-            peer,
-            id: Some(id),
-            reason,
-        }
-    }
-
-    /// The answer arrived: nothing to cancel.
-    pub fn disarm(&mut self) {
-        self.id = None;
-    }
-}
-
-impl<R: ServiceRole> Drop for CancelOnDrop<'_, R>
-where
-    R::Not: From<CancelledNotification>,
-{
-    fn drop(&mut self) {
-        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let peer = self.peer.clone();
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(id),
-            Some(self.reason.to_owned()),
-        ));
-        runtime.spawn(async move {
-            let _ = peer.send_notification(notification.into()).await;
-        });
-    }
-}
-
-/// Why mcpflow cancels a request it sent upstream.
-pub(crate) const ABANDONED: &str = "request abandoned by mcpflow";
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)

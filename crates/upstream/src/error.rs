@@ -135,6 +135,11 @@ pub enum UpstreamError {
 
     #[error("upstream `{server}` was shut down with its pool; create a new pool to call it again")]
     ShutDown { server: String },
+
+    /// The caller cancelled the request (see `SendOptions::cancel`); it was cancelled upstream
+    /// with `notifications/cancelled`.
+    #[error("`{operation}` to upstream `{server}` was cancelled by its caller")]
+    Cancelled { server: String, operation: String },
 }
 
 impl UpstreamError {
@@ -153,7 +158,8 @@ impl UpstreamError {
             | UpstreamError::Unreachable { server, .. }
             | UpstreamError::HandshakeTimeout { server, .. }
             | UpstreamError::Disconnected { server, .. }
-            | UpstreamError::ShutDown { server } => server,
+            | UpstreamError::ShutDown { server }
+            | UpstreamError::Cancelled { server, .. } => server,
         }
     }
 

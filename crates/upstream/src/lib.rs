@@ -1,7 +1,7 @@
 //! mcpflow's MCP client side: a pool of connections to the upstream servers a config declares.
 //!
 //! ```no_run
-//! # async fn demo(config: mcpflow_config::model::Config) -> Result<(), mcpflow_upstream::UpstreamError> {
+//! # async fn demo(config: mcpflow_model::Config) -> Result<(), mcpflow_upstream::UpstreamError> {
 //! use mcpflow_upstream::UpstreamPool;
 //!
 //! let pool = UpstreamPool::new(config.mcp_servers.clone(), "/path/of/the/config".into());
@@ -39,33 +39,48 @@
 //!   fails with [`UpstreamError::Timeout`].
 //! - Each child runs in its own process group; dropping the pool kills the groups.
 //! - Results come back as plain JSON ([`ToolResult`], [`ToolInfo`]): rmcp's types stay inside.
-//! - An upstream's requests to the client (sampling, elicitation, roots) during a call forwarded
-//!   with [`UpstreamPool::forward_for`] go to that call's [`Caller`] when they can be told
-//!   apart from other clients' calls, and are refused otherwise (see `relay.rs`); during a
-//!   graph's own calls they are refused.
-//! - A request of a 2026-07-28 client, forwarded with [`UpstreamPool::forward_stateless`],
+//! - Every request takes one path ([`UpstreamPool::send`] with [`passthrough::SendOptions`];
+//!   `call_tool` and `list_tools` build on it): counted in flight, its progress routed, its
+//!   deadline kept, cancelled upstream when abandoned.
+//! - An upstream's requests to the client (sampling, elicitation, roots) during a request sent
+//!   with a [`Caller`] go to that caller when they can be told apart from other clients'
+//!   calls, and are refused otherwise (see `relay.rs`); during a graph's own calls they are
+//!   refused.
+//! - A request of a 2026-07-28 client, sent with [`passthrough::SendOptions::stateless`],
 //!   carries that client's own `_meta` (capabilities, log level, …) to an upstream whose
 //!   session speaks 2026-07-28, and its answer ("input required" included) comes back whole;
 //!   a 2025-only upstream gets it in 2025 terms (see `stateless.rs`).
+//! - Notifications are handled in the order they arrive (see `inbound.rs`): every progress
+//!   line or log line an upstream sent before an answer has reached its channel when the
+//!   answer is returned, and a tool list change has dropped the cached list before anyone
+//!   hears of it.
+//! - Each upstream's tools are cached once, in the pool (see `catalog.rs`); list changes and
+//!   log lines are feeds of the pool ([`UpstreamPool::list_changes`],
+//!   [`UpstreamPool::logs`]), not of the process.
 
+mod cancel;
+mod catalog;
 mod changes;
 mod client;
 mod connection;
 mod error;
+mod inbound;
 mod legacy_sse;
+pub mod passthrough;
 mod pool;
 mod process;
 mod relay;
 mod remote;
 mod result;
+mod send;
 mod session_http;
+mod stateless;
 mod stderr;
 mod upstream;
 
-pub use changes::{list_changes, upstream_logs};
-pub use client::{ProgressSink, UpstreamProgress};
-pub use connection::CancelOnDrop;
+pub use changes::UpstreamLog;
 pub use error::UpstreamError;
+pub use inbound::{ProgressSink, UpstreamProgress};
+pub use passthrough::Caller;
 pub use pool::{PoolOptions, UpstreamPool};
-pub use relay::Caller;
 pub use result::{ServerInfo, ToolInfo, ToolResult};

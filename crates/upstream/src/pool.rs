@@ -5,10 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use mcpflow_config::model::McpServer;
+use mcpflow_model::McpServer;
 use serde_json::{Map, Value};
 
+use tokio::sync::broadcast;
+
+use crate::changes::{Feeds, UpstreamLog};
 use crate::error::UpstreamError;
+use crate::inbound::ProgressSink;
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
 use crate::upstream::Upstream;
 
@@ -41,6 +45,8 @@ impl Default for PoolOptions {
 #[derive(Clone)]
 pub struct UpstreamPool {
     upstreams: Arc<IndexMap<String, Upstream>>,
+    /// What the upstreams announce, for this pool's subscribers only.
+    feeds: Arc<Feeds>,
 }
 
 impl UpstreamPool {
@@ -55,15 +61,17 @@ impl UpstreamPool {
         base_dir: PathBuf,
         options: PoolOptions,
     ) -> UpstreamPool {
+        let feeds = Arc::new(Feeds::default());
         let upstreams = servers
             .iter()
             .map(|(name, server)| {
-                let upstream = Upstream::new(name, server, &base_dir, options);
+                let upstream = Upstream::new(name, server, &base_dir, options, feeds.clone());
                 (name.clone(), upstream)
             })
             .collect();
         UpstreamPool {
             upstreams: Arc::new(upstreams),
+            feeds,
         }
     }
 
@@ -80,26 +88,39 @@ impl UpstreamPool {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<ToolResult, UpstreamError> {
-        self.upstream(server)?.call_tool(tool, args).await
+        self.upstream(server)?.call_tool(tool, args, None).await
     }
 
     /// [`UpstreamPool::call_tool`], sending the upstream's `notifications/progress` about this
-    /// call to `sink` (rmcp replaces the progress token; it is mapped back here).
+    /// call to `sink` (rmcp replaces the progress token; it is mapped back here). Every
+    /// notification sent before the answer is in `sink` when the answer is returned.
     pub async fn call_tool_with_progress(
         &self,
         server: &str,
         tool: &str,
         args: Map<String, Value>,
-        sink: crate::client::ProgressSink,
+        sink: ProgressSink,
     ) -> Result<ToolResult, UpstreamError> {
         self.upstream(server)?
-            .call_tool_with_progress(tool, args, sink)
+            .call_tool(tool, args, Some(sink))
             .await
     }
 
     /// Every tool `server` lists (all pages), cached until the server says its list changed.
     pub async fn list_tools(&self, server: &str) -> Result<Vec<ToolInfo>, UpstreamError> {
         self.upstream(server)?.list_tools().await
+    }
+
+    /// The names of this pool's upstreams that said `notifications/tools/list_changed`, as
+    /// they say it; the pool's tool cache for that upstream is dropped before the name is sent.
+    pub fn list_changes(&self) -> broadcast::Receiver<Arc<str>> {
+        self.feeds.list_changes()
+    }
+
+    /// The `notifications/message` this pool's upstreams send, each published before any
+    /// answer the upstream sent after it is returned.
+    pub fn logs(&self) -> broadcast::Receiver<UpstreamLog> {
+        self.feeds.logs()
     }
 
     /// What `server` said about itself in `initialize` (starting it if needed).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use mcpflow_config::model::{RemoteKind, RemoteServer};
+use mcpflow_model::{RemoteKind, RemoteServer};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::RoleClient;
@@ -15,6 +15,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use crate::client::ClientEvents;
+use crate::inbound::{Inbound, Ordered};
 use crate::legacy_sse;
 use crate::session_http::SessionHttpClient;
 
@@ -126,6 +127,7 @@ impl RemoteSpec {
     pub async fn handshake(
         &self,
         events: impl Fn() -> ClientEvents,
+        inbound: &Arc<Inbound>,
         connect_timeout: Duration,
     ) -> Result<RunningService<RoleClient, ClientEvents>, String> {
         let url = self.parsed_url()?;
@@ -137,10 +139,8 @@ impl RemoteSpec {
                     config.max_concurrent_requests = MAX_CONCURRENT_POSTS;
                     let http = SessionHttpClient::new(client.clone());
                     let standalone = http.standalone();
-                    (
-                        StreamableHttpClientTransport::with_client(http, config),
-                        standalone,
-                    )
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
+                    (Ordered::new(transport, inbound.clone()), standalone)
                 };
                 let (legacy_transport, standalone) = transport();
                 let legacy = events()
@@ -184,7 +184,10 @@ impl RemoteSpec {
                 )
                 .await?;
                 events()
-                    .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                    .serve_with_lifecycle(
+                        Ordered::new(transport, inbound.clone()),
+                        ClientLifecycleMode::Initialize,
+                    )
                     .await
                     .map_err(|error| self.handshake_failure(&error))
             }

@@ -59,17 +59,21 @@ impl ToolResult {
 }
 
 impl ToolInfo {
-    pub(crate) fn from_rmcp(tool: Tool) -> ToolInfo {
+    pub(crate) fn from_rmcp(tool: &Tool) -> ToolInfo {
         let annotation_title = tool.annotations.as_ref().and_then(|a| a.title.clone());
         ToolInfo {
-            name: tool.name.into_owned(),
-            title: tool.title.or(annotation_title),
-            description: tool.description.map(|d| d.into_owned()),
+            name: tool.name.to_string(),
+            title: tool.title.clone().or(annotation_title),
+            description: tool.description.as_ref().map(|d| d.to_string()),
             input_schema: Value::Object((*tool.input_schema).clone()),
             output_schema: tool
                 .output_schema
-                .map(|schema| Value::Object((*schema).clone())),
-            annotations: tool.annotations.and_then(|a| serde_json::to_value(a).ok()),
+                .as_ref()
+                .map(|schema| Value::Object((**schema).clone())),
+            annotations: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
         }
     }
 }

@@ -29,11 +29,8 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions};
 use tokio::sync::OnceCell;
 
-use super::Upstream;
-use crate::client::ProgressSink;
 use crate::connection::Connection;
-use crate::error::UpstreamError;
-use crate::pool::UpstreamPool;
+use crate::upstream::Upstream;
 
 /// How long the one `server/discover` probe of a session may take; a server that does not
 /// answer by then is taken for one of the 2025 era.
@@ -43,49 +40,20 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug, Default)]
 pub(crate) struct EraProbe(OnceCell<bool>);
 
-impl UpstreamPool {
-    /// Forwards `request` of a 2026-07-28 client with that client's `meta` when `server`
-    /// speaks that era, else in 2025 terms (see the module docs); the answer comes back whole.
-    /// With a `progress` sink, the upstream's progress about the request goes there.
-    pub async fn forward_stateless(
-        &self,
-        server: &str,
-        request: ClientRequest,
-        progress: Option<ProgressSink>,
-        meta: RequestMetaObject,
-    ) -> Result<ServerResult, UpstreamError> {
-        let upstream = self.upstream(server)?;
-        let modern = upstream.speaks_2026().await?;
-        if !modern {
-            tracing::debug!(
-                server,
-                method = request.method(),
-                "upstream speaks no 2026-07-28: forwarding a 2026-07-28 request in 2025 terms"
-            );
-        }
-        upstream
-            .forward(request, progress, None, modern.then_some(meta))
-            .await
-    }
-
-    /// Whether `server` takes 2026-07-28 requests (connecting to it if needed).
-    pub async fn speaks_2026(&self, server: &str) -> Result<bool, UpstreamError> {
-        self.upstream(server)?.speaks_2026().await
-    }
-}
-
 impl Upstream {
-    async fn speaks_2026(&self) -> Result<bool, UpstreamError> {
-        let connection = self.connection().await?;
-        let modern = *connection
+    /// Whether `connection`'s session takes 2026-07-28 requests (asked once per session).
+    pub(crate) async fn speaks_2026_on(&self, connection: &Connection) -> bool {
+        *connection
             .era
             .0
-            .get_or_init(|| probe(&connection, &self.name))
-            .await;
-        Ok(modern)
+            .get_or_init(|| probe(connection, &self.name))
+            .await
     }
 }
 
+/// Asks the session once; the probe and the `subscriptions/listen` it may open are the
+/// session's own upkeep, sent on rmcp's peer directly rather than through the send path (no
+/// caller, no deadline of a call: the listen lasts as long as the session).
 async fn probe(connection: &Connection, server: &str) -> bool {
     let version = connection.info().protocol_version.as_str();
     let peer = connection.peer();

@@ -7,30 +7,28 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpflow_config::model::McpServer;
-use rmcp::model::JsonObject;
+use mcpflow_model::McpServer;
 
 use crate::PoolOptions;
+use crate::catalog::Catalog;
+use crate::changes::Feeds;
 use crate::connection::Connection;
 use crate::error::UpstreamError;
+use crate::inbound::Inbound;
 use crate::process::CommandSpec;
 use crate::remote::RemoteSpec;
-use crate::result::{ServerInfo, ToolInfo, ToolResult};
+use crate::result::{ServerInfo, ToolInfo};
 use crate::stderr::StderrTail;
-
-#[path = "passthrough.rs"]
-mod passthrough;
-#[path = "stateless.rs"]
-pub(crate) mod stateless;
 
 /// First pause between restarts of an upstream that keeps failing; it doubles up to the max.
 const RESTART_BACKOFF: Duration = Duration::from_millis(250);
 const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(8);
 
 pub(crate) struct Upstream {
-    name: Arc<str>,
+    pub(crate) name: Arc<str>,
     transport: Transport,
-    call_timeout: Duration,
+    /// One request's deadline, unless its caller sets another.
+    pub(crate) call_timeout: Duration,
     connect_timeout: Duration,
     options: PoolOptions,
     slot: tokio::sync::Mutex<Slot>,
@@ -41,6 +39,10 @@ pub(crate) struct Upstream {
     failures: AtomicU32,
     /// Stderr of the newest process, kept after it dies for [`Upstream::stderr_tail`].
     stderr: Mutex<Option<Arc<StderrTail>>>,
+    /// The tool list, shared by the successive connections.
+    pub(crate) catalog: Arc<Catalog>,
+    /// The pool's feeds, where the connections announce list changes and log lines.
+    feeds: Arc<Feeds>,
 }
 
 enum Transport {
@@ -57,7 +59,13 @@ struct Slot {
 }
 
 impl Upstream {
-    pub fn new(name: &str, server: &McpServer, base_dir: &Path, options: PoolOptions) -> Upstream {
+    pub fn new(
+        name: &str,
+        server: &McpServer,
+        base_dir: &Path,
+        options: PoolOptions,
+        feeds: Arc<Feeds>,
+    ) -> Upstream {
         let (transport, timeout_ms, connect_timeout) = match server {
             McpServer::Stdio(stdio) => {
                 let cwd = stdio.cwd.as_ref().map(|cwd| base_dir.join(cwd));
@@ -97,76 +105,15 @@ impl Upstream {
             attempts: AtomicU64::new(0),
             failures: AtomicU32::new(0),
             stderr: Mutex::new(None),
+            catalog: Arc::default(),
+            feeds,
         }
     }
 
-    pub async fn call_tool(
-        &self,
-        tool: &str,
-        args: JsonObject,
-    ) -> Result<ToolResult, UpstreamError> {
-        let connection = self.connection().await?;
-        // Kept only where a retry can happen (remote links), off the stdio hot path.
-        let retry_args = connection.may_retry().then(|| args.clone());
-        let mut result = connection.call_tool(tool, args, self.call_timeout).await;
-        if let Some(args) = retry_args
-            && let Some(connection) = self.after_unprocessed(&result, &connection).await
-        {
-            result = connection.call_tool(tool, args, self.call_timeout).await;
-        }
-        self.note(&result);
-        result
-    }
-
-    pub async fn call_tool_with_progress(
-        &self,
-        tool: &str,
-        args: JsonObject,
-        sink: crate::client::ProgressSink,
-    ) -> Result<ToolResult, UpstreamError> {
-        let connection = self.connection().await?;
-        let retry = connection.may_retry().then(|| (args.clone(), sink.clone()));
-        let mut result = connection
-            .call_tool_with_progress(tool, args, self.call_timeout, sink)
-            .await;
-        if let Some((args, sink)) = retry
-            && let Some(connection) = self.after_unprocessed(&result, &connection).await
-        {
-            result = connection
-                .call_tool_with_progress(tool, args, self.call_timeout, sink)
-                .await;
-        }
-        self.note(&result);
-        result
-    }
-
+    /// The catalog's tools, in the crate's plain view.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, UpstreamError> {
-        let connection = self.connection().await?;
-        let mut result = connection.list_tools(self.call_timeout).await;
-        if let Some(connection) = self.after_unprocessed(&result, &connection).await {
-            result = connection.list_tools(self.call_timeout).await;
-        }
-        self.note(&result);
-        result.map(|tools| tools.as_ref().clone())
-    }
-
-    /// When `result` failed without being processed (the server forgot our session, or the
-    /// request never reached it), a new connection to run the request once more on.
-    async fn after_unprocessed<T>(
-        &self,
-        result: &Result<T, UpstreamError>,
-        connection: &Connection,
-    ) -> Option<Arc<Connection>> {
-        // Only the kinds of failure that mark a request unprocessed; a timeout on the same
-        // connection meanwhile may have been processed.
-        let retryable = matches!(
-            result,
-            Err(UpstreamError::Disconnected { .. } | UpstreamError::Rejected { .. })
-        );
-        if !retryable || !connection.failed_unprocessed() {
-            return None;
-        }
-        self.connection().await.ok()
+        let tools = self.tools().await?;
+        Ok(tools.iter().map(ToolInfo::from_rmcp).collect())
     }
 
     pub async fn server_info(&self) -> Result<ServerInfo, UpstreamError> {
@@ -199,7 +146,7 @@ impl Upstream {
         }
     }
 
-    fn note<T>(&self, result: &Result<T, UpstreamError>) {
+    pub(crate) fn note<T>(&self, result: &Result<T, UpstreamError>) {
         // Any answer, even a refusal, shows the server is up; only deaths count as failures.
         if !matches!(
             result,
@@ -211,7 +158,7 @@ impl Upstream {
 
     /// The live connection, started now if there is none. Callers that arrive while a start is
     /// under way wait for it and share its outcome, so one upstream never has two children.
-    async fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
+    pub(crate) async fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
         let attempts_seen = self.attempts.load(Ordering::Acquire);
         let mut slot = self.slot.lock().await;
         if slot.shut_down {
@@ -224,6 +171,8 @@ impl Upstream {
                 return Ok(connection.clone());
             }
             tracing::info!(server = %self.name, "upstream connection is gone; starting a new one");
+            // The next session may list other tools than this one did.
+            self.catalog.invalidate();
             slot.connection = None;
             slot.last_failure = Some(Instant::now());
             self.failures.fetch_add(1, Ordering::Relaxed);
@@ -243,14 +192,15 @@ impl Upstream {
             }
         }
 
+        let inbound = Inbound::new(self.name.clone(), self.catalog.clone(), self.feeds.clone());
         let outcome = match &self.transport {
             Transport::Stdio(spec) => {
                 let stderr = Arc::new(StderrTail::default());
                 *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
-                Connection::connect(&self.name, spec, self.connect_timeout, stderr).await
+                Connection::connect(&self.name, spec, self.connect_timeout, stderr, inbound).await
             }
             Transport::Remote(spec) => {
-                Connection::connect_remote(&self.name, spec, self.connect_timeout).await
+                Connection::connect_remote(&self.name, spec, self.connect_timeout, inbound).await
             }
         };
         self.attempts.fetch_add(1, Ordering::Release);

@@ -1,7 +1,7 @@
 #![allow(dead_code)]
 use std::path::PathBuf;
 
-use mcpflow_config::Loaded;
+use mcpflow_config::{ConfigErrors, Draft, Loaded, Loader};
 use mcpflow_engine::Engine;
 use mcpflow_upstream::UpstreamPool;
 
@@ -21,19 +21,40 @@ pub fn example(name: &str) -> PathBuf {
 }
 
 pub fn load_path(path: &std::path::Path) -> (Loaded, Engine) {
-    let loaded = mcpflow_config::load(path, None).unwrap_or_else(|e| panic!("{e}"));
-    engine_for(loaded)
+    compile(Loader::new().read(path)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn load_str(yaml: &str) -> (Loaded, Engine) {
-    let loaded = mcpflow_config::load_str(yaml, "test.yaml").unwrap_or_else(|e| panic!("{e}"));
-    engine_for(loaded)
+    compile(Loader::new().read_str(yaml, "test.yaml")).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn engine_for(loaded: Loaded) -> (Loaded, Engine) {
-    let pool = UpstreamPool::new(loaded.config.mcp_servers.clone(), loaded.base_dir.clone());
-    let engine = Engine::new(&loaded.config, pool).expect("compiles");
-    (loaded, engine)
+/// Every problem of a config file that does not load or compile, as `mcpflow validate` shows it.
+pub fn rejected_path(path: &std::path::Path) -> ConfigErrors {
+    rejected(compile(Loader::new().read(path)))
+}
+
+/// [`rejected_path`] for a config given as text, named `name` in messages.
+pub fn rejected_str(yaml: &str, name: &str) -> ConfigErrors {
+    rejected(compile(Loader::new().read_str(yaml, name)))
+}
+
+fn rejected(result: Result<(Loaded, Engine), ConfigErrors>) -> ConfigErrors {
+    match result {
+        Ok((loaded, _)) => panic!("expected errors, the config compiled: {:?}", loaded.config),
+        Err(e) => e,
+    }
+}
+
+/// The loader's checks and the engine's compilation, with every problem placed in the file:
+/// the same pipeline as the binary's.
+pub fn compile(draft: Result<Draft, ConfigErrors>) -> Result<(Loaded, Engine), ConfigErrors> {
+    draft?.compile(
+        |config, base_dir| {
+            let pool = UpstreamPool::new(config.mcp_servers.clone(), base_dir.into());
+            Engine::new(config, pool)
+        },
+        mcpflow_engine::check,
+    )
 }
 
 /// The fixture MCP server binary, built by `cargo build --workspace --bins` beside the tests.

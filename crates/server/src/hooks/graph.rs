@@ -35,6 +35,7 @@ impl Hooks {
         let params = match self.pre(target, json!({})).await {
             Verdict::Continue(params) => params,
             Verdict::Reject(message) => {
+                let message = message.escape_debug().to_string();
                 tracing::info!(%message, "tools/list of the graph tools rejected by a hook");
                 return Vec::new();
             }
@@ -54,6 +55,7 @@ impl Hooks {
                 }
             }
             Verdict::Reject(message) => {
+                let message = message.escape_debug().to_string();
                 tracing::info!(%message, "tools/list of the graph tools rejected by a hook");
                 Vec::new()
             }

@@ -10,27 +10,106 @@
 //!   params, a `post` hook's `response` replaces the response.
 //!
 //! Hooks that match run in config order, each seeing what the previous one made of the
-//! traffic. A non-blocking hook runs after the fact on a spawned task: it can neither change
-//! nor delay the traffic and its errors are only logged. A blocking hook that fails (throws,
-//! times out, answers something unreadable) rejects the request when `onHookError` is `closed`
-//! (the default) and is skipped when it is `open`.
+//! traffic. A non-blocking hook runs after the fact: it can neither change nor delay the traffic
+//! and its errors are only logged. Script hooks of that kind run on the sandbox's background
+//! worker, apart from the blocking hooks' workers, through a bounded queue; graph-tool hooks of
+//! that kind are bounded by [`BACKGROUND_GRAPH_HOOKS`] in flight. When either is full the call
+//! is dropped, counted and logged, never queued without limit.
+//!
+//! # What `onHookError: open` forgives
+//! A blocking hook that fails rejects the request when `onHookError` is `closed` (the default).
+//! With `open` it is skipped, but only when the failure is the hook's own fault
+//! ([`mcpflow_sandbox::Fault::Script`]): it threw, it ran out of its CPU time on a request within
+//! the limits, it answered something that is not a verdict, it returned a promise that never
+//! settles; for a graph-tool hook, its run failed. Whatever the policy, the request is rejected
+//! when the failure is one the request can cause ([`mcpflow_sandbox::Fault::Input`]: the
+//! request is too large or too deeply nested to hand to the hook, holds an integer JavaScript
+//! cannot hold exactly, or drove the hook out of memory or stack, or its answer past the output
+//! cap) or when the sandbox could not run the hook at all ([`mcpflow_sandbox::Fault::Sandbox`]).
+//! Otherwise a client could switch a guard off by padding its request.
+//!
+//! What a script hook writes with `console.*` is logged escaped (`\n`, `\u{1b}`, quotes), so a
+//! hook's output cannot start a forged log line; so are its error messages.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcpflow_config::proxy::{Hook, HookMethod, HookPhase, OnHookError};
 use mcpflow_engine::Engine;
-use mcpflow_sandbox::{Sandbox, Script};
+use mcpflow_sandbox::{Fault, Sandbox, SandboxError, Script};
 use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
 
 use crate::error::ServerError;
 
 pub(crate) mod graph;
 
+/// Non-blocking graph-tool hooks running at once; more are dropped (and counted).
+pub const BACKGROUND_GRAPH_HOOKS: usize = 64;
+
 /// Every configured hook, compiled, in config order.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Hooks {
     hooks: Arc<Vec<Compiled>>,
+    background: Arc<Background>,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Hooks {
+            hooks: Arc::default(),
+            background: Arc::new(Background::new(None)),
+        }
+    }
+}
+
+/// What bounds the non-blocking hooks, and what they dropped.
+struct Background {
+    sandbox: Option<Sandbox>,
+    graph_slots: Arc<Semaphore>,
+    graph_dropped: AtomicU64,
+}
+
+impl Background {
+    fn new(sandbox: Option<Sandbox>) -> Self {
+        Background {
+            sandbox,
+            graph_slots: Arc::new(Semaphore::new(BACKGROUND_GRAPH_HOOKS)),
+            graph_dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Non-blocking hook calls dropped so far because their queue was full.
+    fn dropped(&self) -> u64 {
+        let scripts = self.sandbox.as_ref().map_or(0, Sandbox::background_dropped);
+        scripts + self.graph_dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a hook gave no verdict, and whether `onHookError: open` may forgive it.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    fault: Fault,
+}
+
+impl Failure {
+    fn hook(message: String) -> Self {
+        Failure {
+            message,
+            fault: Fault::Script,
+        }
+    }
+}
+
+impl From<SandboxError> for Failure {
+    fn from(e: SandboxError) -> Self {
+        Failure {
+            fault: e.fault(),
+            message: e.to_string(),
+        }
+    }
 }
 
 struct Compiled {
@@ -113,7 +192,7 @@ impl Hooks {
         for hook in config {
             let body = match (&hook.script, &hook.graph_tool) {
                 (Some(source), _) => {
-                    let script = Script::compile(&sandbox, &format!("hook:{}", hook.id), source)
+                    let script = Script::compile(&sandbox, &script_name(&hook.id), source)
                         .map_err(|e| ServerError::Hook(format!("hook `{}`: {e}", hook.id)))?;
                     let script = match hook.timeout_ms {
                         Some(ms) => script.with_cpu_time(Duration::from_millis(ms)),
@@ -139,6 +218,7 @@ impl Hooks {
         }
         Ok(Hooks {
             hooks: Arc::new(hooks),
+            background: Arc::new(Background::new(Some(sandbox))),
         })
     }
 
@@ -196,37 +276,102 @@ impl Hooks {
         for hook in self.matching(phase, target) {
             let ctx = context(&target, &hook.config.id, &params, response.as_ref());
             if !hook.config.is_blocking() {
-                let (id, body) = (hook.config.id.clone(), hook.body.clone_handle());
-                tokio::spawn(async move {
-                    if let Err(e) = body.call(ctx).await {
-                        tracing::warn!(hook = %id, error = %e, "non-blocking hook failed");
-                    }
-                });
+                self.in_background(hook, ctx);
                 continue;
             }
-            let outcome = hook
-                .body
-                .call(ctx)
-                .await
-                .and_then(|answer| apply(phase, answer, &mut params, &mut response));
+            let outcome = hook.body.call(ctx).await.and_then(|answer| {
+                apply(phase, answer, &mut params, &mut response).map_err(Failure::hook)
+            });
+            let id = &hook.config.id;
             match outcome {
                 Ok(None) => {}
                 Ok(Some(message)) => return Verdict::Reject(message),
-                Err(e) => match hook.config.on_hook_error.unwrap_or_default() {
-                    OnHookError::Closed => {
-                        tracing::warn!(hook = %hook.config.id, error = %e, "hook failed; rejecting (onHookError: closed)");
-                        return Verdict::Reject(format!("hook `{}` failed: {e}", hook.config.id));
+                Err(e) => {
+                    let policy = hook.config.on_hook_error.unwrap_or_default();
+                    let error = e.message.escape_debug().to_string();
+                    match (policy, e.fault) {
+                        (OnHookError::Open, Fault::Script) => {
+                            tracing::warn!(hook = %id, %error, "hook failed; letting the request through (onHookError: open)");
+                        }
+                        (OnHookError::Closed, _) => {
+                            tracing::warn!(hook = %id, %error, "hook failed; rejecting (onHookError: closed)");
+                            return Verdict::Reject(format!("hook `{id}` failed: {}", e.message));
+                        }
+                        (OnHookError::Open, fault) => {
+                            tracing::warn!(hook = %id, %error, ?fault, "hook failed for a reason the request can cause; rejecting whatever onHookError says");
+                            return Verdict::Reject(format!("hook `{id}` failed: {}", e.message));
+                        }
                     }
-                    OnHookError::Open => {
-                        tracing::warn!(hook = %hook.config.id, error = %e, "hook failed; letting the request through (onHookError: open)");
-                    }
-                },
+                }
             }
         }
         Verdict::Continue(match phase {
             HookPhase::Pre => params,
             HookPhase::Post => response.unwrap_or(Value::Null),
         })
+    }
+}
+
+impl Hooks {
+    /// Starts a non-blocking hook on its bounded queue, or drops it (counted, logged) when the
+    /// queue is full. Its answer is ignored and its failure only logged.
+    fn in_background(&self, hook: &Compiled, ctx: Value) {
+        let id = hook.config.id.clone();
+        match &hook.body {
+            Body::Script(script) => {
+                let call = script.call_in_background(&ctx);
+                let background = Arc::clone(&self.background);
+                tokio::spawn(async move {
+                    let outcome = call.await;
+                    log_console(script_name(&id), &outcome.logs);
+                    match outcome.result {
+                        Err(SandboxError::Busy { queued }) => {
+                            let dropped = background.dropped();
+                            tracing::warn!(hook = %id, queued, dropped, "non-blocking hook dropped: its background queue is full");
+                        }
+                        Err(e) => {
+                            let error = e.to_string().escape_debug().to_string();
+                            tracing::warn!(hook = %id, %error, "non-blocking hook failed");
+                        }
+                        Ok(_) => {}
+                    }
+                });
+            }
+            Body::GraphTool { engine, tool } => {
+                let Ok(slot) = Arc::clone(&self.background.graph_slots).try_acquire_owned() else {
+                    self.background
+                        .graph_dropped
+                        .fetch_add(1, Ordering::Relaxed);
+                    let dropped = self.background.dropped();
+                    tracing::warn!(hook = %id, in_flight = BACKGROUND_GRAPH_HOOKS, dropped, "non-blocking hook dropped: too many running");
+                    return;
+                };
+                let (engine, tool) = (engine.clone(), tool.clone());
+                tokio::spawn(async move {
+                    let run = engine
+                        .run(mcpflow_engine::RunRequest::new(tool.as_str(), ctx))
+                        .await;
+                    drop(slot);
+                    if let Err(e) = run.into_result() {
+                        let error = e.to_string().escape_debug().to_string();
+                        tracing::warn!(hook = %id, %error, "non-blocking hook failed");
+                    }
+                });
+            }
+        }
+    }
+}
+
+fn script_name(id: &str) -> String {
+    format!("hook:{id}")
+}
+
+/// A script hook's console lines, escaped: a newline in them cannot start a log line of its
+/// own, nor an escape sequence reach a terminal.
+fn log_console(hook: String, lines: &[mcpflow_sandbox::LogLine]) {
+    for line in lines {
+        let message = line.message.escape_debug();
+        tracing::info!(target: "mcpflow_server::hook", hook = %hook, level = ?line.level, "console: {message}");
     }
 }
 
@@ -314,30 +459,20 @@ fn context(target: &Traffic<'_>, hook: &str, params: &Value, response: Option<&V
 }
 
 impl Body {
-    fn clone_handle(&self) -> Body {
-        match self {
-            Body::Script(s) => Body::Script(s.clone()),
-            Body::GraphTool { engine, tool } => Body::GraphTool {
-                engine: engine.clone(),
-                tool: tool.clone(),
-            },
-        }
-    }
-
-    async fn call(&self, ctx: Value) -> Result<Option<Value>, String> {
+    async fn call(&self, ctx: Value) -> Result<Option<Value>, Failure> {
         match self {
             Body::Script(script) => {
                 let outcome = script.call_with_logs(&ctx).await;
-                for line in &outcome.logs {
-                    tracing::info!(target: "mcpflow_server::hook", hook = script.name(), level = ?line.level, "{}", line.message);
-                }
-                outcome.result.map_err(|e| e.to_string())
+                log_console(script.name().to_owned(), &outcome.logs);
+                outcome.result.map_err(Failure::from)
             }
             Body::GraphTool { engine, tool } => {
-                let run = engine.run(tool, ctx).await;
-                match run.result {
+                let run = engine
+                    .run(mcpflow_engine::RunRequest::new(tool.as_str(), ctx))
+                    .await;
+                match run.into_result() {
                     Ok(out) => Ok(Some(out.into_json())),
-                    Err(e) => Err(format!("graph tool `{tool}` failed: {e}")),
+                    Err(e) => Err(Failure::hook(format!("graph tool `{tool}` failed: {e}"))),
                 }
             }
         }

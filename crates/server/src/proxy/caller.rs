@@ -6,7 +6,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpflow_upstream::{Caller, CancelOnDrop};
+use mcpflow_upstream::passthrough::{Caller, CancelOnDrop};
 use rmcp::model::{
     ClientCapabilities, ClientResult, ErrorCode, GetExtensions, RequestId, ServerRequest,
 };

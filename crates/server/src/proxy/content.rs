@@ -20,6 +20,9 @@ use rmcp::model::{
 #[expect(deprecated, reason = "clients on 2025-11-25 still subscribe this way")]
 use rmcp::model::{SubscribeRequest, UnsubscribeRequest};
 
+use mcpflow_upstream::passthrough::SendOptions;
+
+use super::stateless::send_options;
 use super::{Era, Proxy, lock, upstream_failure};
 
 /// Which upstream listed which resource URI and prompt name.
@@ -59,7 +62,7 @@ impl Proxy {
                 let mut cursor: Option<String> = None;
                 loop {
                     let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-                    match self.pool.forward(&server, request(params), None).await {
+                    match self.pool.send(&server, request(params), SendOptions::default()).await {
                         Ok(result) => match page(result) {
                             Some((mut got, next)) => {
                                 items.append(&mut got);
@@ -149,7 +152,11 @@ impl Proxy {
         for server in candidates {
             let request =
                 ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params.clone()));
-            match self.forward_in_era(&server, request, None, era, None).await {
+            match self
+                .pool
+                .send(&server, request, send_options(era, None))
+                .await
+            {
                 Ok(ServerResult::ReadResourceResult(mut r)) => {
                     r.result_type.get_or_insert(ResultType::COMPLETE);
                     return Ok(r.into());
@@ -225,7 +232,11 @@ impl Proxy {
         };
         params.name = original;
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        match self.forward_in_era(&server, request, None, era, None).await {
+        match self
+            .pool
+            .send(&server, request, send_options(era, None))
+            .await
+        {
             Ok(ServerResult::GetPromptResult(mut r)) => {
                 r.result_type.get_or_insert(ResultType::COMPLETE);
                 Ok(r.into())
@@ -272,7 +283,11 @@ impl Proxy {
         let mut last = None;
         for server in candidates {
             let request = ClientRequest::CompleteRequest(CompleteRequest::new(params.clone()));
-            match self.pool.forward(&server, request, None).await {
+            match self
+                .pool
+                .send(&server, request, SendOptions::default())
+                .await
+            {
                 Ok(ServerResult::CompleteResult(mut r)) => {
                     r.result_type.get_or_insert(ResultType::COMPLETE);
                     return Ok(r);
@@ -308,7 +323,11 @@ impl Proxy {
                     UnsubscribeRequestParams::new(uri.clone()),
                 ))
             };
-            match self.pool.forward(&server, request, None).await {
+            match self
+                .pool
+                .send(&server, request, SendOptions::default())
+                .await
+            {
                 Ok(_) => return Ok(()),
                 Err(e) => last = Some(e),
             }

@@ -1,8 +1,10 @@
 //! The gateway: upstream tools (and resources and prompts) listed next to the graph tools and
 //! forwarded transparently, with the configured names, filters, overrides and hooks.
 //!
-//! Each upstream's list is fetched on first need and kept until the upstream says it changed
-//! (`notifications/tools/list_changed`), which is then re-announced to our clients. An
+//! Each upstream's list is the pool's one cached list (fetched on first need, dropped when the
+//! upstream says it changed, `notifications/tools/list_changed`, which is then re-announced to
+//! our clients); the renamed, filtered view of it here is rebuilt when the pool's list is
+//! another one. An
 //! upstream that cannot be reached drops out of the list (`failureMode: hide`) or keeps its last
 //! known tools whose calls then fail (`fail`); the others are untouched either way.
 
@@ -17,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use indexmap::IndexMap;
 use mcpflow_config::Config;
 use mcpflow_config::proxy::{FailureMode, HookMethod, HookPhase, ProxiedUpstream, ProxyConfig};
-use mcpflow_upstream::{UpstreamError, UpstreamPool, UpstreamProgress};
+use mcpflow_upstream::passthrough::SendOptions;
+use mcpflow_upstream::{UpstreamError, UpstreamLog, UpstreamPool, UpstreamProgress};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
     ContentBlock, ProgressNotificationParam, ServerResult, Tool,
@@ -57,10 +60,11 @@ struct State {
 
 #[derive(Default)]
 struct Listing {
-    /// The last good list, kept while the upstream is down.
+    /// The pool's list `tools` was made from: while the pool still holds this one, the view
+    /// is current.
+    source: Option<Arc<Vec<Tool>>>,
+    /// The view of the last good list, kept while the upstream is down.
     tools: Option<Arc<Vec<Arc<Exposed>>>>,
-    /// False after a change notification or a failed listing: list again on next need.
-    fresh: bool,
     /// Why the last listing failed, while it keeps failing.
     down: Option<String>,
 }
@@ -75,6 +79,7 @@ impl Proxy {
         let Some(proxy) = config.proxy.clone() else {
             return Ok(None);
         };
+        let changes = pool.list_changes();
         let proxy = Arc::new(Proxy {
             pool,
             config: proxy,
@@ -86,7 +91,7 @@ impl Proxy {
             in_flight: Mutex::new(HashMap::new()),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(watch_changes(Arc::downgrade(&proxy)));
+            runtime.spawn(watch_changes(Arc::downgrade(&proxy), changes));
         }
         Ok(Some(proxy))
     }
@@ -215,10 +220,16 @@ impl Proxy {
         }
         let stale = {
             let state = lock(&self.state);
-            self.config
-                .upstreams
-                .keys()
-                .any(|s| state.listings.get(s.as_str()).is_none_or(|l| !l.fresh))
+            self.config.upstreams.keys().any(|s| {
+                let source = state
+                    .listings
+                    .get(s.as_str())
+                    .and_then(|l| l.source.as_ref());
+                match (self.pool.current_tools(s), source) {
+                    (Some(current), Some(source)) => !Arc::ptr_eq(&current, source),
+                    _ => true,
+                }
+            })
         };
         if !stale {
             return None;
@@ -306,7 +317,7 @@ impl Proxy {
             }
             None => (None, None),
         };
-        let mut logs = mcpflow_upstream::upstream_logs();
+        let mut logs = self.pool.logs();
         let _counted = InFlight::enter(&self.in_flight, &exposed.server);
         // What the upstream asks while serving the call goes to this client (or is refused);
         // a 2026-07-28 client is asked nothing mid-call.
@@ -314,10 +325,14 @@ impl Proxy {
             Some(_) => None,
             None => Some(Arc::new(caller::CallingClient::new(context))),
         };
-        // The sink moves into the call and is dropped with it, which ends the relay below.
-        // Boxed here, where it is made: moved around unboxed, its state (rmcp's request
+        let mut options = stateless::send_options(era, caller).cancel(context.ct.clone());
+        if let Some(sink) = sink {
+            options = options.progress(sink);
+        }
+        // The sink moves into the call and is dropped when it ends, which ends the relay
+        // below. Boxed here, where it is made: moved around unboxed, its state (rmcp's request
         // futures) was most of the bytes a pass-through call copied.
-        let call = Box::pin(self.forward_in_era(&exposed.server, request, sink, era, caller));
+        let call = Box::pin(self.pool.send(&exposed.server, request, options));
         let relay = async {
             let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
                 return;
@@ -342,30 +357,32 @@ impl Proxy {
             loop {
                 tokio::select! {
                     r = &mut call => {
-                        // Lines logged before the answer go out before it.
+                        // Lines logged before the answer were published before the pool
+                        // returned it: they go out before it.
                         while let Ok(log) = logs.try_recv() {
                             self.relay_log(&exposed.server, Ok(log), context).await;
                         }
                         // Boxed: rmcp's ServerResult is several KB, and the join moves its
                         // output three times.
-                        return Some(r.map(Box::new));
+                        return r.map(Box::new);
                     }
-                    () = context.ct.cancelled() => return None,
                     log = logs.recv() => self.relay_log(&exposed.server, log, context).await,
                 }
             }
         };
         let (outcome, ()) = tokio::join!(forwarded, relay);
         let answer = match outcome {
-            // Dropping the call sent `notifications/cancelled` upstream; the client expects
-            // no answer, and rmcp sends none for a cancelled request.
-            None => return Err(McpError::internal_error("cancelled by the client", None)),
-            Some(Err(e @ UpstreamError::Rejected { .. })) => return upstream_failure(e),
+            // The pool sent `notifications/cancelled` upstream; the client expects no answer,
+            // and rmcp sends none for a cancelled request.
+            Err(UpstreamError::Cancelled { .. }) => {
+                return Err(McpError::internal_error("cancelled by the client", None));
+            }
+            Err(e @ UpstreamError::Rejected { .. }) => return upstream_failure(e),
             // Only this upstream's tools fail: a tool error the model can read.
-            Some(Err(e)) => {
+            Err(e) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into());
             }
-            Some(Ok(answer)) => answer,
+            Ok(answer) => answer,
         };
         match *answer {
             ServerResult::CallToolResult(mut result) => {
@@ -409,33 +426,29 @@ impl Proxy {
         server: &Arc<str>,
         rules: &ProxiedUpstream,
     ) -> Result<Arc<Vec<Arc<Exposed>>>, String> {
-        {
-            let state = lock(&self.state);
-            if let Some(l) = state.listings.get(server)
-                && l.fresh
-                && let Some(tools) = &l.tools
-            {
-                return Ok(tools.clone());
-            }
-        }
-        let fetched = self.pool.list_tools_full(server).await;
+        let fetched = self.pool.tools(server).await;
         let mut state = lock(&self.state);
         let result = match fetched {
             Ok(tools) => {
+                let listing = state.listings.entry(server.clone()).or_default();
+                if let (Some(source), Some(exposed)) = (&listing.source, &listing.tools)
+                    && Arc::ptr_eq(source, &tools)
+                {
+                    return Ok(exposed.clone());
+                }
                 let exposed: Vec<Arc<Exposed>> = tools
-                    .into_iter()
-                    .filter_map(|t| Exposed::new(server, rules, t).map(Arc::new))
+                    .iter()
+                    .filter_map(|t| Exposed::new(server, rules, t.clone()).map(Arc::new))
                     .collect();
                 let exposed = Arc::new(exposed);
-                let listing = state.listings.entry(server.clone()).or_default();
+                listing.source = Some(tools);
                 listing.tools = Some(exposed.clone());
-                listing.fresh = true;
                 listing.down = None;
                 Ok(exposed)
             }
             Err(e) => {
                 let listing = state.listings.entry(server.clone()).or_default();
-                listing.fresh = false;
+                listing.source = None;
                 let message = e.to_string();
                 if listing.down.as_deref() != Some(&message) {
                     tracing::warn!(server = %server, error = %message, "proxied upstream cannot be listed");
@@ -459,10 +472,16 @@ impl Proxy {
     async fn relay_log(
         &self,
         server: &Arc<str>,
-        log: Result<(Arc<str>, Value), tokio::sync::broadcast::error::RecvError>,
+        log: Result<UpstreamLog, tokio::sync::broadcast::error::RecvError>,
         context: &RequestContext<RoleServer>,
     ) {
-        let Ok((from, params)) = log else { return };
+        let Ok(UpstreamLog {
+            server: from,
+            params,
+        }) = log
+        else {
+            return;
+        };
         if from != *server || lock(&self.in_flight).get(server).copied() != Some(1) {
             return;
         }
@@ -481,7 +500,7 @@ impl Proxy {
                 params.clone(),
             ));
             async move {
-                if let Err(e) = self.pool.forward(server, request, None).await {
+                if let Err(e) = self.pool.send(server, request, SendOptions::default()).await {
                     tracing::debug!(server = %server, error = %e, "upstream refused logging/setLevel");
                 }
             }
@@ -489,15 +508,9 @@ impl Proxy {
         futures::future::join_all(jobs).await;
     }
 
-    fn invalidate(&self, server: &str) -> bool {
-        let mut state = lock(&self.state);
-        match state.listings.get_mut(server) {
-            Some(l) => {
-                l.fresh = false;
-                true
-            }
-            None => self.config.upstreams.contains_key(server),
-        }
+    /// Whether `server` is one of the upstreams this gateway passes through.
+    fn proxies(&self, server: &str) -> bool {
+        self.config.upstreams.contains_key(server)
     }
 }
 
@@ -551,9 +564,12 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Re-announces upstream list changes to our clients, for as long as the proxy lives.
-async fn watch_changes(proxy: std::sync::Weak<Proxy>) {
-    let mut changes = mcpflow_upstream::list_changes();
+/// Re-announces the pool's upstream list changes to our clients, for as long as the proxy
+/// lives.
+async fn watch_changes(
+    proxy: std::sync::Weak<Proxy>,
+    mut changes: tokio::sync::broadcast::Receiver<Arc<str>>,
+) {
     loop {
         let server = match changes.recv().await {
             Ok(server) => server,
@@ -561,7 +577,7 @@ async fn watch_changes(proxy: std::sync::Weak<Proxy>) {
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
         let Some(proxy) = proxy.upgrade() else { return };
-        if !proxy.invalidate(&server) {
+        if !proxy.proxies(&server) {
             continue;
         }
         let clients: Vec<Peer<RoleServer>> = lock(&proxy.clients).clone();

@@ -1,16 +1,16 @@
 //! Requests of the 2026-07-28 era through the gateway (see `mcpflow_upstream`'s
-//! `forward_stateless`): the client's per-request `_meta` goes upstream with the request, an
+//! `SendOptions::stateless`): the client's per-request `_meta` goes upstream with the request, an
 //! "input required" result comes back to the client unchanged, and the client's retry (its
 //! `inputResponses` and `requestState`) goes upstream as it came. mcpflow keeps no state
 //! between the rounds: the upstream's `requestState` is the upstream's to check.
 
 use std::sync::Arc;
 
-use futures::future::Either;
-use mcpflow_upstream::{Caller, ProgressSink, UpstreamError};
+use mcpflow_upstream::Caller;
+use mcpflow_upstream::passthrough::SendOptions;
 use rmcp::model::{
-    CallToolRequestParams, ClientRequest, InputResponses, ProtocolVersion, RequestMetaObject,
-    ServerNotification, ServerResult, SubscriptionFilter,
+    CallToolRequestParams, InputResponses, ProtocolVersion, RequestMetaObject, ServerNotification,
+    SubscriptionFilter,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -62,31 +62,13 @@ impl Era {
     }
 }
 
-impl Proxy {
-    /// Forwards `request` to `server`: in the 2026-07-28 era's terms with `era`, else as a
-    /// 2025-11-25 session request whose server-to-client requests go to `caller`.
-    pub(crate) fn forward_in_era<'a>(
-        &'a self,
-        server: &'a str,
-        request: ClientRequest,
-        progress: Option<ProgressSink>,
-        era: Option<&Era>,
-        caller: Option<Arc<dyn Caller>>,
-    ) -> impl Future<Output = Result<ServerResult, UpstreamError>> + Send + 'a {
-        match (era, caller) {
-            (Some(era), _) => Either::Left(self.pool.forward_stateless(
-                server,
-                request,
-                progress,
-                era.meta.clone(),
-            )),
-            (None, Some(caller)) => Either::Right(Either::Left(
-                self.pool.forward_for(server, request, progress, caller),
-            )),
-            (None, None) => {
-                Either::Right(Either::Right(self.pool.forward(server, request, progress)))
-            }
-        }
+/// How a request is sent upstream: in the 2026-07-28 era's terms with `era`, else as a
+/// 2025-11-25 session request whose server-to-client requests go to `caller`.
+pub(crate) fn send_options(era: Option<&Era>, caller: Option<Arc<dyn Caller>>) -> SendOptions {
+    match (era, caller) {
+        (Some(era), _) => SendOptions::default().stateless(era.meta.clone()),
+        (None, Some(caller)) => SendOptions::default().caller(caller),
+        (None, None) => SendOptions::default(),
     }
 }
 
@@ -102,7 +84,7 @@ impl Proxy {
     /// Feeds one `subscriptions/listen` stream with the upstreams' tool list changes until
     /// the client ends it. rmcp has acknowledged it already and filters what it carries.
     pub(crate) async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = mcpflow_upstream::list_changes();
+        let mut changes = self.pool.list_changes();
         loop {
             let server = tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -115,9 +97,9 @@ impl Proxy {
                     }
                 },
             };
-            // Dropped here too, so a client that lists again on the news never gets the old
-            // list, whichever task hears of the change first.
-            if !self.invalidate(&server) || context.accepted().tools_list_changed != Some(true) {
+            // The pool dropped its list before announcing the change, so a client that lists
+            // again on the news never gets the old one.
+            if !self.proxies(&server) || context.accepted().tools_list_changed != Some(true) {
                 continue;
             }
             let changed = ServerNotification::ToolListChangedNotification(Default::default());

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use indexmap::IndexMap;
-use mcpflow_config::model::McpServer;
+use mcpflow_model::McpServer;
 use mcpflow_upstream::{PoolOptions, UpstreamPool};
 use serde_json::{Map, Value, json};
 

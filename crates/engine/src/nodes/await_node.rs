@@ -1,18 +1,20 @@
-//! The `await` node: where a run stops for its client. In client mode the run suspends (the
-//! caller turns that into a session); in elicit mode the client is asked inline and the answer
-//! becomes the node's output at once.
+//! The `await` node: where a run stops for its client. In client mode the run suspends: the
+//! node's attempt is [`Attempt::Wait`], which the durable layer turns into a session. In elicit
+//! mode the client is asked inline and the answer becomes the node's output at once.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpflow_config::{AwaitMode, AwaitNode};
-use mcpflow_expr::{Scope, Template, Value};
+use mcpflow_expr::{Template, Value};
+use mcpflow_model::{AwaitMode, AwaitNode};
 use serde_json::Value as Json;
 
+use crate::compile::Compiler;
 use crate::error::{RunError, RunErrorKind};
 use crate::frame::Frame;
-use crate::graph::{Graph, StepKind};
-use crate::run::{Done, Executor, Failure};
+use crate::graph::{Graph, NodeSite, StepKind};
+use crate::run::{Attempt, Done, Executor, Failure};
+use crate::schema::SchemaValidator;
 
 /// An await node, compiled.
 #[derive(Debug)]
@@ -20,22 +22,35 @@ pub(crate) struct AwaitStep {
     pub message: Template,
     pub options: Option<Template>,
     pub input_schema: Json,
-    pub validator: Arc<jsonschema::Validator>,
+    pub validator: Arc<SchemaValidator>,
     pub mode: AwaitMode,
     pub next: usize,
 }
 
 impl AwaitStep {
-    pub(crate) fn compile(node: &AwaitNode, next: usize) -> Result<AwaitStep, String> {
-        Ok(AwaitStep {
-            message: Template::compile(&node.message).map_err(|e| format!("message: {e}"))?,
-            options: node
-                .options
-                .as_ref()
-                .map(Template::compile)
-                .transpose()
-                .map_err(|e| format!("options: {e}"))?,
-            validator: Arc::new(compile_schema(&node.input_schema)?),
+    pub(crate) fn compile(
+        node: &AwaitNode,
+        site: &NodeSite<'_>,
+        next: usize,
+        c: &mut Compiler<'_>,
+    ) -> Option<AwaitStep> {
+        let ptr = &site.ptr;
+        let owner = format!(" in {}", site.label(&node.id));
+        let validator = c.schema(
+            &node.input_schema,
+            &format!("{ptr}/inputSchema"),
+            "inputSchema",
+            &owner,
+        );
+        let message = c.template(&node.message, &format!("{ptr}/message"), &node.id);
+        let options = match &node.options {
+            Some(o) => Some(c.template(o, &format!("{ptr}/options"), &node.id)?),
+            None => None,
+        };
+        Some(AwaitStep {
+            message: message?,
+            options,
+            validator: Arc::new(validator?),
             input_schema: node.input_schema.clone(),
             mode: node.mode.unwrap_or_default(),
             next,
@@ -44,31 +59,7 @@ impl AwaitStep {
 
     /// Every violation of the input schema, each as `at /pointer: message`.
     pub(crate) fn check(&self, input: &Json) -> Result<(), Vec<String>> {
-        check_schema(&self.validator, input)
-    }
-}
-
-fn compile_schema(schema: &Json) -> Result<jsonschema::Validator, String> {
-    // Draft detection follows `$schema`; MCP says 2020-12 when absent.
-    jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft202012)
-        .build(schema)
-        .map_err(|e| format!("inputSchema: {e}"))
-}
-
-fn check_schema(validator: &jsonschema::Validator, input: &Json) -> Result<(), Vec<String>> {
-    let errors: Vec<String> = validator
-        .iter_errors(input)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            let path = if path.is_empty() { "/".into() } else { path };
-            format!("at {path}: {}", e.masked())
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
+        self.validator.check(input)
     }
 }
 
@@ -145,7 +136,7 @@ impl Executor<'_> {
         frame: &Frame<'_>,
         at: usize,
         input: &mut Option<Json>,
-    ) -> Result<Done, Failure> {
+    ) -> Result<Attempt, Failure> {
         let step = &self.graph.nodes[at];
         let id = &*step.id;
         let StepKind::Await(a) = &step.kind else {
@@ -177,11 +168,7 @@ impl Executor<'_> {
         };
         // The scope borrows the history as a non-`Sync` view: it must be gone before any await.
         let (message, options) = {
-            let scope = Scope {
-                context: &frame.context,
-                history: frame,
-                limits: self.shared.limits,
-            };
+            let scope = self.scope(frame);
             let message = a
                 .message
                 .render(&scope)
@@ -208,7 +195,9 @@ impl Executor<'_> {
             match ask.ask(text, a.input_schema.clone()).await {
                 Answer::Accepted(value) => {
                     return match a.check(&value) {
-                        Ok(()) => Ok(Done::plain(Some(Value::from_json(value)), Some(a.next))),
+                        Ok(()) => {
+                            Ok(Done::plain(Some(Value::from_json(value)), Some(a.next)).into())
+                        }
                         Err(errors) => Err(RunError::new(
                             RunErrorKind::Declined,
                             Some(id),
@@ -243,18 +232,12 @@ impl Executor<'_> {
             )
             .into());
         }
-        durable.suspend(Suspension {
+        Ok(Attempt::Wait(Suspension {
             node_id: id.to_owned(),
             message,
             options,
             input_schema: a.input_schema.clone(),
-        });
-        Err(RunError::new(
-            RunErrorKind::Suspended,
-            Some(id),
-            "the run is waiting for its client",
-        )
-        .into())
+        }))
     }
 }
 

@@ -1,65 +1,31 @@
-//! The nodes that fan out: `parallel` (branches), `foreach` (items) and `call` (a sub-run).
+//! The nodes that fan out: `parallel` (branches) and `foreach` (items), each on a fork of the
+//! frame whose records are appended to the run's history when the node ends.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use mcpflow_expr::Value;
 use serde_json::{Value as Json, json};
 
-use crate::error::{RunError, RunErrorKind};
+use crate::error::RunError;
 use crate::frame::Frame;
-use crate::graph::Step;
-use crate::history::{History, Parent, Record};
+use crate::graph::{ForeachStep, Step};
+use crate::history::{Parent, Record};
 use crate::resilience::error_json;
 use crate::run::{Done, Executor, Failure};
 
 impl Executor<'_> {
-    /// A `call` node: runs `tool` of this config with its own context and history.
-    pub(crate) async fn sub_run(
+    /// Runs a branch or an item from `first` until it routes back to `stop` (the join, or
+    /// the foreach node). Await nodes refuse to wait there, so it always ends with an output.
+    async fn branch(
         &self,
-        id: &str,
-        tool: &str,
-        args: Json,
-    ) -> (Result<Value, RunError>, History) {
-        let Some(graph) = self.shared.graphs.get(tool) else {
-            let e = RunError::new(
-                RunErrorKind::Expression,
-                Some(id),
-                format!("no tool named `{tool}` to call"),
-            );
-            return (Err(e), History::default());
-        };
-        if self.depth + 1 > self.graph.max_depth {
-            let e = RunError::new(
-                RunErrorKind::Limit,
-                Some(id),
-                format!(
-                    "execution limit reached: maxCallDepth is {}",
-                    self.graph.max_depth
-                ),
-            );
-            return (Err(e), History::default());
-        }
-        let own = graph.timeout.map(|t| Instant::now() + t);
-        let deadline = match (self.deadline, own) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let sub = Executor {
-            shared: self.shared,
-            graph,
-            depth: self.depth + 1,
-            deadline,
-        };
-        let (result, history) = Box::pin(sub.execute(args)).await;
-        let result = result.map_err(|e| {
-            let mut wrapped = e.clone();
-            wrapped.node_id = Some(id.to_owned());
-            wrapped.message = format!("call of `{tool}` failed: {e}");
-            wrapped
-        });
-        (result, history)
+        frame: &mut Frame<'_>,
+        first: usize,
+        stop: usize,
+    ) -> Result<Option<Value>, RunError> {
+        self.run_chain(frame, first, Some(stop), None)
+            .await
+            .and_then(|chain| chain.output(None))
     }
 
     pub(crate) async fn parallel(
@@ -89,9 +55,7 @@ impl Executor<'_> {
                 .iter_mut()
                 .zip(branches)
                 .enumerate()
-                .map(|(b, (f, (_, first)))| async move {
-                    (b, self.run_chain(f, *first, Some(join), None).await)
-                })
+                .map(|(b, (f, (_, first)))| async move { (b, self.branch(f, *first, join).await) })
                 .collect();
             while let Some((b, r)) = running.next().await {
                 let failed = r.is_err();
@@ -145,17 +109,20 @@ impl Executor<'_> {
         Ok(done)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn foreach(
         &self,
         frame: &Frame<'_>,
         step: &Step,
         at: usize,
+        foreach: &ForeachStep,
         items: Vec<Json>,
-        concurrency: usize,
-        body: usize,
-        next: usize,
     ) -> Result<Done, Failure> {
+        let &ForeachStep {
+            concurrency,
+            body,
+            next,
+            ..
+        } = foreach;
         let prefix = frame.len();
         let total = items.len();
         let mut runs = futures::stream::iter(items.into_iter().enumerate())
@@ -171,7 +138,7 @@ impl Executor<'_> {
                     Some(Value::from_json(json!({"item": item, "index": i}))),
                 );
                 async move {
-                    let r = self.run_chain(&mut f, body, Some(at), None).await;
+                    let r = self.branch(&mut f, body, at).await;
                     (i, r, f)
                 }
             })

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::NodeOptions;
+use crate::node::NodeOptions;
 
 /// Suspends the run and hands the client a session: `{status: "waiting", sessionId, message,
 /// inputSchema, options}`. The client sends `input` (checked against `inputSchema`) with the
@@ -28,7 +28,7 @@ pub struct AwaitNode {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Value>,
     /// JSON Schema the client's input must match (default `{"type": "object"}`).
-    #[serde(default = "object_schema")]
+    #[serde(default = "crate::config::object_schema")]
     pub input_schema: Value,
     /// How to ask: `client` hands a session back (the default); `elicit` asks the client inline
     /// through MCP elicitation; `auto` elicits when the client declared the capability.
@@ -52,10 +52,6 @@ pub enum AwaitMode {
     Elicit,
     /// Elicit when the client declared the elicitation capability, else `client`.
     Auto,
-}
-
-fn object_schema() -> Value {
-    serde_json::json!({"type": "object"})
 }
 
 /// Limits on waiting sessions.

@@ -1,0 +1,220 @@
+//! The session API: continue a waiting run with its client's input, cancel it, or read its
+//! session; and why such a request is refused ([`SessionError`]).
+
+use std::time::Duration;
+
+use mcpflow_expr::Value;
+use mcpflow_store::{Session, SessionStatus, StoreError, now_ms};
+
+use super::execute::{Claim, Execution, Start};
+use super::{Durability, restore};
+use crate::Engine;
+use crate::request::RunRequest;
+use crate::run::Run;
+
+/// Why a continue, cancel or status request for a session was refused. The session is left
+/// as it was, except where the message says otherwise.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(
+        "no session {0:?}: it never existed, or it was purged; call the tool again to start a \
+         new run"
+    )]
+    Unknown(String),
+    #[error(
+        "session {id:?} expired at {expired_at_ms} ms since the epoch before it was continued; \
+         call the tool again to start a new run"
+    )]
+    Expired { id: String, expired_at_ms: i64 },
+    #[error("session {id:?} has ended ({status}); it cannot be continued")]
+    Ended { id: String, status: SessionStatus },
+    #[error(
+        "session {0:?} is being continued by another request right now; only one continue can \
+         win: check its status, then continue again if it is waiting"
+    )]
+    Busy(String),
+    #[error(
+        "session {id:?} belongs to tool `{tool}`: use `{tool}_continue`, `{tool}_status` or `{tool}_cancel`"
+    )]
+    WrongTool { id: String, tool: String },
+    #[error(
+        "session {id:?} was started on config version {started}, and this server runs {current}: \
+         the config changed since, and mcpflow never continues a run on another config; cancel \
+         it and start a new run, or serve the old config to finish it"
+    )]
+    ConfigChanged {
+        id: String,
+        started: String,
+        current: String,
+    },
+    #[error(
+        "input does not match the inputSchema of await node `{node}`: {}; the session is \
+         unchanged and still waiting", .errors.join("; ")
+    )]
+    InvalidInput { node: String, errors: Vec<String> },
+    #[error("this server keeps no sessions: no store is configured")]
+    NoStore,
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl Engine {
+    /// Continues the session `session_id` of `request.tool` with the client's input
+    /// (`request.args`): validated against the await node's schema (a rejected input leaves
+    /// the session waiting), claimed (of concurrent continues exactly one wins), recorded as
+    /// the await node's output, and the run goes on to its next wait or its end.
+    pub async fn continue_session(
+        &self,
+        mut request: RunRequest,
+        session_id: &str,
+    ) -> Result<Run, SessionError> {
+        let durability = self.durability().ok_or(SessionError::NoStore)?;
+        let input = std::mem::take(&mut request.args);
+        let tool = request.tool.as_str();
+        let session = self.live_session(durability, tool, session_id).await?;
+        let graph = self
+            .graph(tool)
+            .ok_or_else(|| SessionError::Unknown(session_id.to_owned()))?;
+        let Some((at, step)) = graph.await_step(&session.node_id) else {
+            return Err(SessionError::ConfigChanged {
+                id: session.id.clone(),
+                started: session.config_version.clone(),
+                current: durability.config_version.clone(),
+            });
+        };
+        step.check(&input)
+            .map_err(|errors| SessionError::InvalidInput {
+                node: session.node_id.clone(),
+                errors,
+            })?;
+        let next = step.next;
+        let claimed = durability
+            .store
+            .claim_session(&session.id, session.version, &durability.lease(), now_ms())
+            .await
+            .map_err(|e| claim_error(e, &session.id))?;
+        let rows = match durability.store.get_records(&claimed.run_id).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                // Give the claim back so the client can try again once the store is back.
+                let _ = durability
+                    .store
+                    .release_session(&claimed.id, claimed.version, now_ms())
+                    .await;
+                return Err(e.into());
+            }
+        };
+        let mut frame = restore(rows);
+        let node = graph.nodes[at].id.clone();
+        let at_ms = now_ms() as f64;
+        let output = Value::from_json(input);
+        frame.context.set(&node, Some(output.clone()));
+        let mut record = frame
+            .history
+            .record(&node, "await", Duration::ZERO, Duration::ZERO);
+        record.output = Some(output);
+        record.start_time = at_ms;
+        record.end_time = at_ms;
+        frame.append(record);
+        let claim = Claim {
+            session_id: claimed.id.clone(),
+            version: claimed.version,
+        };
+        let execution = Execution {
+            graph,
+            run_id: claimed.run_id.clone(),
+            start: Start::Resumed(Box::new(frame), next),
+            claim: Some(claim),
+            request,
+        };
+        Ok(self.execute_durable(durability, execution).await)
+    }
+
+    /// A session of `tool` that may be continued now, or why not.
+    async fn live_session(
+        &self,
+        durability: &Durability,
+        tool: &str,
+        session_id: &str,
+    ) -> Result<Session, SessionError> {
+        let session = self.session(tool, session_id).await?;
+        match session.status {
+            SessionStatus::Waiting if now_ms() < session.expires_at => {}
+            SessionStatus::Waiting | SessionStatus::Expired => {
+                return Err(SessionError::Expired {
+                    id: session.id,
+                    expired_at_ms: session.expires_at,
+                });
+            }
+            SessionStatus::Claimed => return Err(SessionError::Busy(session.id)),
+            status => {
+                return Err(SessionError::Ended {
+                    id: session.id,
+                    status,
+                });
+            }
+        }
+        if session.config_version != durability.config_version {
+            return Err(SessionError::ConfigChanged {
+                id: session.id,
+                started: session.config_version,
+                current: durability.config_version.clone(),
+            });
+        }
+        Ok(session)
+    }
+
+    /// The session `session_id`, checked to belong to `tool`.
+    pub async fn session(&self, tool: &str, session_id: &str) -> Result<Session, SessionError> {
+        let durability = self.durability().ok_or(SessionError::NoStore)?;
+        let session = durability
+            .store
+            .get_session(session_id)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound { .. } => SessionError::Unknown(session_id.to_owned()),
+                other => other.into(),
+            })?;
+        if session.tool != tool {
+            return Err(SessionError::WrongTool {
+                id: session.id,
+                tool: session.tool,
+            });
+        }
+        Ok(session)
+    }
+
+    /// Cancels a waiting session of `tool` and its run.
+    pub async fn cancel_session(
+        &self,
+        tool: &str,
+        session_id: &str,
+    ) -> Result<Session, SessionError> {
+        let durability = self.durability().ok_or(SessionError::NoStore)?;
+        let session = self.session(tool, session_id).await?;
+        match session.status {
+            SessionStatus::Waiting => {}
+            SessionStatus::Claimed => return Err(SessionError::Busy(session.id)),
+            status => {
+                return Err(SessionError::Ended {
+                    id: session.id,
+                    status,
+                });
+            }
+        }
+        durability
+            .store
+            .cancel_session(&session.id, now_ms())
+            .await
+            .map_err(|e| claim_error(e, &session.id))
+    }
+}
+
+fn claim_error(e: StoreError, id: &str) -> SessionError {
+    match e {
+        StoreError::Conflict { .. } => SessionError::Busy(id.to_owned()),
+        StoreError::Expired { id, expired_at_ms } => SessionError::Expired { id, expired_at_ms },
+        StoreError::NotFound { .. } => SessionError::Unknown(id.to_owned()),
+        other => SessionError::Store(other),
+    }
+}

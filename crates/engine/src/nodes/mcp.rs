@@ -1,0 +1,124 @@
+//! The `mcp` node: a call to a tool of an upstream MCP server through the pool. Dropping the
+//! call (a stop, a timeout, a failing sibling branch) cancels it at the upstream; while someone
+//! observes the run, the upstream's progress notifications become events.
+
+use std::sync::Arc;
+
+use mcpflow_expr::{Scope, Template, Value};
+use mcpflow_upstream::UpstreamError;
+use serde_json::Value as Json;
+
+use crate::error::{RunError, RunErrorKind};
+use crate::event::Event;
+use crate::output::{mcp_output, tool_error_message};
+use crate::run::Executor;
+
+impl Executor<'_> {
+    pub(crate) async fn call(
+        &self,
+        id: &str,
+        server: &str,
+        tool: &str,
+        args: Json,
+    ) -> Result<Option<Value>, RunError> {
+        let args = match args {
+            Json::Object(map) => map,
+            other => {
+                return Err(RunError::new(
+                    RunErrorKind::Expression,
+                    Some(id),
+                    format!("args must evaluate to an object, got {other}"),
+                ));
+            }
+        };
+        // Dropping the call (a stop, a timeout, a failing sibling branch) makes the client
+        // send `notifications/cancelled` to the upstream.
+        let listened = self.shared.events.is_some_and(|tx| tx.receiver_count() > 0);
+        let result = if listened {
+            self.call_with_progress(id, server, tool, args).await?
+        } else {
+            let call = self.shared.pool.call_tool(server, tool, args);
+            tokio::select! {
+                r = call => r,
+                _ = self.shared.control.cancelled().cancelled() => {
+                    return Err(self.stop_error(id));
+                }
+            }
+        };
+        match result {
+            Err(e @ UpstreamError::Timeout { .. }) => Err(RunError::new(
+                RunErrorKind::Timeout,
+                Some(id),
+                e.to_string(),
+            )),
+            Err(e) => Err(RunError::new(
+                RunErrorKind::Upstream,
+                Some(id),
+                e.to_string(),
+            )),
+            Ok(r) if r.is_error => Err(RunError::new(
+                RunErrorKind::ToolError,
+                Some(id),
+                format!(
+                    "tool `{tool}` of `{server}` failed: {}",
+                    tool_error_message(&r)
+                ),
+            )),
+            Ok(r) => Ok(mcp_output(r).map(Value::from_json)),
+        }
+    }
+
+    /// An upstream call whose progress notifications become [`Event::UpstreamProgress`].
+    async fn call_with_progress(
+        &self,
+        id: &str,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, Json>,
+    ) -> Result<Result<mcpflow_upstream::ToolResult, UpstreamError>, RunError> {
+        let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let call = self
+            .shared
+            .pool
+            .call_tool_with_progress(server, tool, args, sink);
+        tokio::pin!(call);
+        let node_id: Arc<str> = id.into();
+        loop {
+            tokio::select! {
+                r = &mut call => {
+                    // rmcp handles notifications on their own tasks: take what already came.
+                    while let Ok(p) = progress.try_recv() {
+                        self.emit(|| Event::UpstreamProgress {
+                            node_id: node_id.clone(),
+                            progress: p.progress,
+                            total: p.total,
+                            message: p.message,
+                        });
+                    }
+                    return Ok(r);
+                }
+                Some(p) = progress.recv() => self.emit(|| Event::UpstreamProgress {
+                    node_id: node_id.clone(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                }),
+                _ = self.shared.control.cancelled().cancelled() => {
+                    return Err(self.stop_error(id));
+                }
+            }
+        }
+    }
+}
+
+/// An mcp or call node's arguments; an undefined template gives `{}`.
+pub(crate) fn render_args(
+    template: &Template,
+    scope: &Scope<'_>,
+    id: &str,
+) -> Result<Json, RunError> {
+    Ok(template
+        .render(scope)
+        .map_err(|e| RunError::expression(id, e))?
+        .unwrap_or(Json::Object(Default::default())))
+}

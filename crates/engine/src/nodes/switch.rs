@@ -1,0 +1,39 @@
+//! The `switch` node: the first condition whose JSON Logic rule is truthy chooses the next
+//! node, else the default. Its output is the id of the node it chose, which is how a resumed
+//! run knows where a switch went.
+
+use mcpflow_expr::{ExprError, Logic, Scope, Value, truthy};
+use serde_json::Value as Json;
+
+use crate::error::RunError;
+use crate::frame::Frame;
+use crate::run::{Done, Executor};
+
+impl Executor<'_> {
+    pub(crate) fn switch(
+        &self,
+        frame: &Frame<'_>,
+        id: &str,
+        conditions: &[(Logic, usize)],
+        default: usize,
+    ) -> Result<Done, RunError> {
+        let to = route(conditions, default, &self.scope(frame))
+            .map_err(|e| RunError::expression(id, e))?;
+        let routed = Json::String(self.graph.nodes[to].id.to_string());
+        Ok(Done::plain(Some(Value::from_json(routed)), Some(to)))
+    }
+}
+
+/// The first condition whose rule is truthy, else the default.
+fn route(
+    conditions: &[(Logic, usize)],
+    default: usize,
+    scope: &Scope<'_>,
+) -> Result<usize, ExprError> {
+    for (logic, next) in conditions {
+        if truthy(&logic.evaluate(scope)?) {
+            return Ok(*next);
+        }
+    }
+    Ok(default)
+}

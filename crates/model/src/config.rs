@@ -1,0 +1,211 @@
+//! The whole config file, its server metadata, limits, upstream servers and tools.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::node::Node;
+
+/// A whole config file: an MCP server whose tools are graphs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "mcpflow config")]
+pub struct Config {
+    /// Version of the config format (mcpGraph uses "1.0").
+    pub version: String,
+    /// Metadata of the MCP server mcpflow serves.
+    pub server: ServerMeta,
+    /// Guardrails checked before every node of a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_limits: Option<ExecutionLimits>,
+    /// Upstream MCP servers that `mcp` nodes call, by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp_servers: IndexMap<String, McpServer>,
+    /// The graph tools this server lists.
+    #[serde(default)]
+    pub tools: Vec<ToolDef>,
+    /// Upstreams whose tools, resources and prompts are passed through to clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxy::ProxyConfig>,
+    /// Hooks run before and after proxied requests, in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::proxy::Hook>,
+    /// Where runs and sessions are kept: `sqlite://path` (relative to the config) or `postgres://…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Time to live and maximum count of waiting sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<crate::session::SessionsConfig>,
+    /// Guards and limits of `mcpflow serve --http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<crate::http::HttpConfig>,
+}
+
+/// What `initialize` tells the client about this server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServerMeta {
+    /// Unique identifier of the server.
+    pub name: String,
+    /// Version of the server.
+    pub version: String,
+    /// Display name; defaults to `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Instructions for the model using this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl ServerMeta {
+    /// The display title: `title` or, when absent, `name`.
+    pub fn display_title(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// Limits on one run. Both must be positive integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionLimits {
+    /// Maximum node executions in one run (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_node_executions: Option<u64>,
+    /// Maximum wall-clock time of one run in milliseconds (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_execution_time_ms: Option<u64>,
+    /// Maximum nesting of `call` nodes (a tool calling a tool …) in one run (default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_call_depth: Option<u32>,
+}
+
+impl ExecutionLimits {
+    pub const DEFAULT_MAX_NODE_EXECUTIONS: u64 = 1000;
+    pub const DEFAULT_MAX_EXECUTION_TIME_MS: u64 = 300_000;
+    pub const DEFAULT_MAX_CALL_DEPTH: u32 = 8;
+
+    pub fn max_depth(&self) -> u32 {
+        self.max_call_depth.unwrap_or(Self::DEFAULT_MAX_CALL_DEPTH)
+    }
+
+    pub fn max_nodes(&self) -> u64 {
+        self.max_node_executions
+            .unwrap_or(Self::DEFAULT_MAX_NODE_EXECUTIONS)
+    }
+
+    pub fn max_time_ms(&self) -> u64 {
+        self.max_execution_time_ms
+            .unwrap_or(Self::DEFAULT_MAX_EXECUTION_TIME_MS)
+    }
+}
+
+/// An upstream MCP server. `type` defaults to `stdio`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum McpServer {
+    Stdio(StdioServer),
+    Remote(RemoteServer),
+}
+
+/// A child process speaking MCP over stdin/stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StdioServer {
+    /// Always `stdio` when present.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<StdioKind>,
+    /// Program to start.
+    #[schemars(length(min = 1))]
+    pub command: String,
+    /// Its arguments (may be empty). `${VAR}` is interpolated from the environment.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Working directory; relative paths resolve against the config file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Extra environment variables for the child. `${VAR}` is interpolated.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, String>,
+    /// Timeout of one call to this upstream in milliseconds (default 60000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StdioKind {
+    Stdio,
+}
+
+/// A server reached over HTTP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemoteServer {
+    /// `streamableHttp` or `sse` (legacy HTTP+SSE).
+    #[serde(rename = "type")]
+    pub kind: RemoteKind,
+    /// Endpoint URL.
+    #[schemars(length(min = 1))]
+    pub url: String,
+    /// Extra HTTP headers. `${VAR}` is interpolated.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// Timeout of one call to this upstream in milliseconds (default 60000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+    /// Timeout of connecting plus the MCP handshake in milliseconds (default 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub connect_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RemoteKind {
+    Sse,
+    StreamableHttp,
+}
+
+/// One graph tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolDef {
+    /// Tool name as listed to clients.
+    pub name: String,
+    /// Human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments (default `{"type": "object"}`).
+    #[serde(default = "object_schema")]
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// MCP tool annotations (readOnlyHint, destructiveHint, …), passed to clients as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    /// Wall-clock bound of one run of this tool in milliseconds, checked also while a node
+    /// waits (unlike `maxExecutionTimeMs`, which is checked before each node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+    /// Commit every step, so a run interrupted by a crash restarts from its last completed node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumable: Option<bool>,
+    /// The graph: exactly one `entry` and one `exit` node.
+    pub nodes: Vec<Node>,
+}
+
+/// `{"type": "object"}`, the schema of a tool's arguments or an await's input when none is given.
+pub(crate) fn object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}

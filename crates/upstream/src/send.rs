@@ -1,0 +1,265 @@
+//! The one path a request takes to an upstream, with what a caller may ask of it
+//! ([`SendOptions`]): a deadline, progress, cancellation, the client that the upstream's own
+//! requests are relayed to, a 2026-07-28 client's context, a retry when the request certainly
+//! was not processed.
+//!
+//! Everything ends in [`Connection::send`](crate::connection::Connection::send): the graph's
+//! `tools/call`, the catalog's `tools/list` pages and every request the gateway forwards. The
+//! plain-typed helpers here ([`Upstream::call_tool`], [`Upstream::tools`]) only build the
+//! request and read the answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ListToolsRequest,
+    PaginatedRequestParams, RequestMetaObject, ServerResult, Tool,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::{Connection, Sending};
+use crate::error::UpstreamError;
+use crate::inbound::ProgressSink;
+use crate::relay::Caller;
+use crate::result::ToolResult;
+use crate::upstream::Upstream;
+
+/// How one request is sent (see [`UpstreamPool::send`](crate::UpstreamPool::send)). The
+/// default: the upstream's own timeout, no progress, nothing relayed (what the upstream asks
+/// meanwhile is refused), the session's era, no retry.
+#[derive(Clone, Default)]
+pub struct SendOptions {
+    progress: Option<ProgressSink>,
+    caller: Option<Arc<dyn Caller>>,
+    stateless: Option<RequestMetaObject>,
+    timeout: Option<Duration>,
+    cancel: Option<CancellationToken>,
+    retry_unprocessed: bool,
+}
+
+impl SendOptions {
+    /// The upstream's `notifications/progress` about this request go to `sink`, every one
+    /// sent before the answer queued there before the answer is returned. The sink is dropped
+    /// when the request ends, which closes the channel.
+    pub fn progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// What the upstream asks while it serves this request (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) is relayed to `caller` (see `relay.rs`).
+    pub fn caller(mut self, caller: Arc<dyn Caller>) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
+    /// The request of a 2026-07-28 client, whose `_meta` (capabilities, log level, …) goes
+    /// upstream with it when the upstream's session speaks that era, and is left out (the
+    /// request forwarded in 2025 terms) when it does not; see `stateless.rs`.
+    pub fn stateless(mut self, meta: RequestMetaObject) -> Self {
+        self.stateless = Some(meta);
+        self
+    }
+
+    /// A deadline of its own instead of the upstream's `timeoutMs`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Cancelling `token` cancels the request upstream; it then fails with
+    /// [`UpstreamError::Cancelled`]. (Dropping the future cancels it upstream as well.)
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// A request that certainly was not processed (the server forgot the session, or it
+    /// never reached the server) is sent once more on a new connection.
+    pub fn retry_unprocessed(mut self) -> Self {
+        self.retry_unprocessed = true;
+        self
+    }
+}
+
+impl Upstream {
+    /// Sends `request` (connecting first if needed) and returns the answer whole.
+    pub(crate) async fn send(
+        &self,
+        request: ClientRequest,
+        options: &SendOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        let operation = operation(&request);
+        let Some(cancel) = &options.cancel else {
+            return self.send_uncancelled(request, &operation, options).await;
+        };
+        tokio::select! {
+            biased;
+            result = self.send_uncancelled(request, &operation, options) => result,
+            // Dropping the request on the way sent `notifications/cancelled` upstream.
+            () = cancel.cancelled() => Err(UpstreamError::Cancelled {
+                server: self.name.to_string(),
+                operation: operation.clone(),
+            }),
+        }
+    }
+
+    async fn send_uncancelled(
+        &self,
+        request: ClientRequest,
+        operation: &str,
+        options: &SendOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        let connection = self.connection().await?;
+        // Kept only where a retry can happen (remote links), off the stdio hot path.
+        let again = (options.retry_unprocessed && connection.may_retry()).then(|| request.clone());
+        let mut result = self.send_on(&connection, request, operation, options).await;
+        if let Some(request) = again
+            && let Some(connection) = self.after_unprocessed(&result, &connection).await
+        {
+            result = self.send_on(&connection, request, operation, options).await;
+        }
+        self.note(&result);
+        result
+    }
+
+    async fn send_on(
+        &self,
+        connection: &Connection,
+        request: ClientRequest,
+        operation: &str,
+        options: &SendOptions,
+    ) -> Result<ServerResult, UpstreamError> {
+        let meta = match &options.stateless {
+            Some(meta) if self.speaks_2026_on(connection).await => Some(meta.clone()),
+            Some(_) => {
+                tracing::debug!(
+                    server = %self.name,
+                    method = request.method(),
+                    "upstream speaks no 2026-07-28: forwarding a 2026-07-28 request in 2025 terms"
+                );
+                None
+            }
+            None => None,
+        };
+        let how = Sending {
+            timeout: options.timeout.unwrap_or(self.call_timeout),
+            progress: options.progress.as_ref(),
+            caller: options.caller.as_ref(),
+            meta,
+        };
+        connection.send(request, operation, how).await
+    }
+
+    /// When `result` failed without being processed (the server forgot our session, or the
+    /// request never reached it), a new connection to run the request once more on.
+    async fn after_unprocessed<T>(
+        &self,
+        result: &Result<T, UpstreamError>,
+        connection: &Connection,
+    ) -> Option<Arc<Connection>> {
+        // Only the kinds of failure that mark a request unprocessed; a timeout on the same
+        // connection meanwhile may have been processed.
+        let retryable = matches!(
+            result,
+            Err(UpstreamError::Disconnected { .. } | UpstreamError::Rejected { .. })
+        );
+        if !retryable || !connection.failed_unprocessed() {
+            return None;
+        }
+        self.connection().await.ok()
+    }
+
+    /// A graph's `tools/call`: nobody to relay the upstream's questions to, and no era of a
+    /// client to carry.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        progress: Option<ProgressSink>,
+    ) -> Result<ToolResult, UpstreamError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut options = SendOptions::default().retry_unprocessed();
+        options.progress = progress;
+        match self.send(request, &options).await? {
+            ServerResult::CallToolResult(result) => {
+                ToolResult::from_rmcp(result).map_err(|error| self.unusable(tool, error))
+            }
+            other => Err(self.unusable(tool, unexpected(&other))),
+        }
+    }
+
+    /// All pages of `tools/list`, from the catalog until the upstream announces a change.
+    pub async fn tools(&self) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        if let Some(tools) = self.catalog.current() {
+            return Ok(tools);
+        }
+        // Connected first: replacing a dead connection drops the list, which must not make
+        // this listing, made on the new one, look stale.
+        self.connection().await?;
+        let generation = match self.catalog.get() {
+            Ok(tools) => return Ok(tools),
+            Err(generation) => generation,
+        };
+        let options = SendOptions::default().retry_unprocessed();
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        loop {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+                params: Some(params),
+                ..Default::default()
+            });
+            match self.send(request, &options).await? {
+                ServerResult::ListToolsResult(page) => {
+                    tools.extend(page.tools);
+                    cursor = page.next_cursor;
+                }
+                other => return Err(self.unusable_listing(unexpected(&other))),
+            }
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let tools = Arc::new(tools);
+        self.catalog.store(generation, tools.clone());
+        Ok(tools)
+    }
+
+    fn unusable(&self, tool: &str, reason: impl ToString) -> UpstreamError {
+        UpstreamError::Protocol {
+            server: self.name.to_string(),
+            operation: format!("tools/call {tool}"),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn unusable_listing(&self, reason: impl ToString) -> UpstreamError {
+        UpstreamError::Protocol {
+            server: self.name.to_string(),
+            operation: "tools/list".to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// How a request is named in errors: a call with its tool.
+fn operation(request: &ClientRequest) -> String {
+    match request {
+        ClientRequest::CallToolRequest(call) => format!("tools/call {}", call.params.name),
+        other => other.method().to_string(),
+    }
+}
+
+/// Why an answer of the wrong kind cannot be used.
+fn unexpected(answer: &ServerResult) -> String {
+    match answer {
+        ServerResult::InputRequiredResult(_) => {
+            "it asked for input (`input_required`), which only a client of the 2026-07-28 \
+             era can give"
+                .to_string()
+        }
+        _ => rmcp::ServiceError::UnexpectedResponse.to_string(),
+    }
+}
