@@ -447,7 +447,13 @@ async fn huge_strings_fail_cleanly() {
 
 #[tokio::test]
 async fn a_result_over_the_output_cap_is_refused() {
-    let sb = sandbox_with(|o| o.max_output_bytes = 64 << 10);
+    // Room in time and memory, so that only the output cap can stop these: building 100,000
+    // keys took longer than the default 100 ms of CPU on a loaded CI machine.
+    let sb = sandbox_with(|o| {
+        o.max_output_bytes = 64 << 10;
+        o.cpu_time = std::time::Duration::from_secs(5);
+        o.memory_limit_bytes = 128 << 20;
+    });
     let too_big = SandboxError::OutputTooLarge { limit: 65536 };
     for big in [
         "() => 'x'.repeat(100000)",
