@@ -107,18 +107,15 @@ impl Compiler<'_> {
             Ok(t) => return Some(t),
             Err(e) => e,
         };
-        let before = self.errors.len();
         let mut found = Vec::new();
         arg_exprs(value, ptr, &mut found);
-        for (p, src) in found {
-            self.jsonata(&p, src, node);
-        }
-        if self.errors.len() == before {
-            self.push(CompileError::new(
-                ptr,
-                format!("invalid arguments in node \"{node}\": {}", expr_message(&e)),
-            ));
-        }
+        self.place_inner(
+            found,
+            node,
+            ptr,
+            format!("invalid arguments in node \"{node}\""),
+            &e,
+        );
         None
     }
 
@@ -128,22 +125,34 @@ impl Compiler<'_> {
             Ok(l) => return Some(l),
             Err(e) => e,
         };
-        let before = self.errors.len();
         let mut vars = Vec::new();
         rule_vars(rule, ptr, &mut vars);
-        for (p, src) in vars {
+        let what = format!("invalid JSON Logic rule in node \"{node}\"");
+        self.place_inner(vars, node, ptr, what, &e);
+        None
+    }
+
+    /// A value that failed to compile as a whole (`e`) is reported where it failed: at each
+    /// JSONata expression inside it (`inner`, with their pointers) that does not compile, or,
+    /// when they all do, at the value itself (`ptr`) as `what: e`.
+    fn place_inner(
+        &mut self,
+        inner: Vec<(String, &str)>,
+        node: &str,
+        ptr: &str,
+        what: String,
+        e: &ExprError,
+    ) {
+        let before = self.errors.len();
+        for (p, src) in inner {
             self.jsonata(&p, src, node);
         }
         if self.errors.len() == before {
             self.push(CompileError::new(
                 ptr,
-                format!(
-                    "invalid JSON Logic rule in node \"{node}\": {}",
-                    expr_message(&e)
-                ),
+                format!("{what}: {}", expr_message(e)),
             ));
         }
-        None
     }
 
     /// A JSON Schema at `ptr`, named `key` in messages; `owner` is ` in tool "t"` or the like.

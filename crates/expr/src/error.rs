@@ -1,3 +1,5 @@
+//! Expression errors with their JSONata (or our own) code and position.
+
 use std::fmt;
 
 /// An expression failed to compile or to evaluate.

@@ -1,3 +1,5 @@
+//! JSONata through jlens-core: compile once, evaluate with limits against a `Scope`.
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,3 +1,5 @@
+//! mcp node argument templates: literal JSON with `{expr: …}` JSONata holes.
+
 use serde_json::{Map, Value as Json};
 
 use crate::input::Input;

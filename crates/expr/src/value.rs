@@ -1,3 +1,5 @@
+//! The engine's JSON value: converted once, shared by history and context.
+
 use std::sync::Arc;
 
 use indexmap::IndexMap;

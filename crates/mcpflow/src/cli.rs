@@ -1,3 +1,5 @@
+//! The command line: every subcommand, flag and its documentation (clap).
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};

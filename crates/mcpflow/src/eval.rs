@@ -1,3 +1,5 @@
+//! `mcpflow eval`: try an expression or a rule from the command line.
+
 use std::process::ExitCode;
 
 use serde_json::Value;

@@ -1,3 +1,6 @@
+//! Loading a config the one way every command does: the loader, then the engine's compiler,
+//! every problem printed at its `file:line:col`.
+
 use std::process::ExitCode;
 
 use mcpflow_config::Loaded;

@@ -1,6 +1,7 @@
+//! `mcpflow run`: one run of one tool from the command line, its result on stdout.
+
 use std::process::ExitCode;
 
-use mcpflow_server::ArgsValidator;
 use serde_json::json;
 
 use crate::cli::{ConfigArgs, RunArgs, json_arg};
@@ -23,7 +24,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let Some(tool) = loaded.config.tools.iter().find(|t| t.name == args.tool) else {
+    let Some(graph) = engine.graph(&args.tool) else {
         let names: Vec<&str> = loaded
             .config
             .tools
@@ -37,23 +38,13 @@ pub async fn run(args: RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    match ArgsValidator::new(&tool.input_schema).map(|v| v.check(&input)) {
-        Ok(Ok(())) => {}
-        Ok(Err(errors)) => {
-            eprintln!(
-                "mcpflow: invalid arguments for `{}`: {}",
-                args.tool,
-                errors.join("; ")
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(e) => {
-            eprintln!(
-                "mcpflow: tool `{}` has an invalid inputSchema: {e}",
-                args.tool
-            );
-            return ExitCode::from(2);
-        }
+    if let Err(errors) = graph.input_validator().check(&input) {
+        eprintln!(
+            "mcpflow: invalid arguments for `{}`: {}",
+            args.tool,
+            errors.join("; ")
+        );
+        return ExitCode::FAILURE;
     }
     if let Err(e) =
         crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None)).await

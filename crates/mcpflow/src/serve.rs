@@ -1,3 +1,5 @@
+//! `mcpflow serve`: a config's tools over stdio or HTTP, with the store and upkeep attached.
+
 use std::process::ExitCode;
 
 use std::sync::Arc;
@@ -32,9 +34,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         }
     };
     // Proxied tool names are checked against each other once the upstreams answer.
-    if let Some(proxy) = server.proxy()
-        && let Err(e) = proxy.check_names().await
-    {
+    if let Err(e) = server.gateway().check_names().await {
         eprintln!("{}: {e}", args.config.config.display());
         pool.shutdown().await;
         return ExitCode::from(2);

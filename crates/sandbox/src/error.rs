@@ -1,3 +1,5 @@
+//! How a call can fail, and whose fault each failure is (what a policy may forgive).
+
 use std::time::Duration;
 
 /// Whose fault a failed call is, for policies that may forgive some failures (a gateway hook's

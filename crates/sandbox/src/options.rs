@@ -1,3 +1,5 @@
+//! The limits a sandbox applies to every call, with their defaults and their sane ranges.
+
 use std::time::Duration;
 
 use crate::SandboxError;

@@ -1,3 +1,6 @@
+//! The public handles: a `Sandbox` (its worker threads and limits) and a compiled `Script`
+//! with the ways to call it (awaited, in the background, with a fixed clock).
+
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

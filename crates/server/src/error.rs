@@ -1,19 +1,17 @@
+//! What can stop the server from starting or serving.
+
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ServerError {
-    #[error("tool `{tool}`: inputSchema is not a valid JSON Schema: {message}")]
-    BadInputSchema { tool: String, message: String },
-    #[error("tool `{tool}`: outputSchema is not a valid JSON Schema: {message}")]
-    BadOutputSchema { tool: String, message: String },
+    /// The engine has no compiled graph for a tool of the config it was given.
+    #[error("tool `{0}` was not compiled by the engine this server was given")]
+    NotCompiled(String),
     #[error("tool `{tool}`: {what} must be a JSON object")]
     SchemaNotObject { tool: String, what: &'static str },
-    /// A hook that cannot be compiled (its message names the hook).
-    #[error("{0}")]
-    Hook(String),
-    /// The proxy's tool names clash, or an upstream could not be listed at start.
-    #[error("{0}")]
-    Proxy(String),
+    /// A hook that cannot be compiled, or two proxied tools under one name.
+    #[error(transparent)]
+    Gateway(#[from] mcpflow_gateway::GatewayError),
     #[error("MCP transport failed: {0}")]
     Transport(String),
 }

@@ -1,35 +1,30 @@
-//! mcpflow server: serves the engine's graph tools over MCP.
+//! mcpflow server: the MCP face of a config, over stdio and HTTP.
 //!
 //! ```ignore
 //! let server = GraphServer::new(&loaded.config, engine)?;
 //! mcpflow_server::serve_stdio(server).await?;   // until the client closes stdin
 //! ```
 //!
-//! This crate owns everything MCP-facing: the tool list (with the full input and output
-//! schemas, which mcpGraph strips), argument validation against `inputSchema` (errors name the
-//! JSON pointer), and turning a [`Run`](mcpflow_engine::Run) into a `CallToolResult`. Only this
-//! crate knows JSON-RPC framing and transports; the engine never does.
+//! This crate frames MCP: the tool list (with the full input and output schemas, which mcpGraph
+//! strips), argument validation against the schema the engine compiled (errors name the JSON
+//! pointer), a [`Run`](mcpflow_engine::Run) turned into a `CallToolResult`, sessions of tools
+//! that wait (`session/`), and the transports (stdio here, HTTP in `http/`). What is proxied,
+//! and every hook, is the [`Gateway`]'s; what runs, the engine's.
 
-mod args;
+mod call_options;
 mod error;
 mod handler;
-mod hooks;
 mod http;
-mod http_guard;
-mod http_sessions;
-mod http_sse;
-mod proxy;
 mod result;
+mod server;
 mod session;
-mod session_call;
-mod session_input;
 
-pub use args::ArgsValidator;
+pub use call_options::CallOptions;
 pub use error::ServerError;
-pub use handler::{CallOptions, GraphServer};
 pub use http::{HttpLimits, HttpListener, HttpOptions, ReadinessCheck};
-pub use proxy::Proxy;
+pub use mcpflow_gateway::Gateway;
 pub use result::tool_result;
+pub use server::GraphServer;
 
 /// Serves `server` on stdin/stdout until the client disconnects.
 pub async fn serve_stdio(server: GraphServer) -> Result<(), ServerError> {

@@ -1,14 +1,12 @@
 //! The MCP answer for a run: its output as structured content, or its error as a tool error.
 
-use mcpflow_engine::{Run, RunEnd};
+use mcpflow_engine::{Run, RunEnd, SchemaValidator};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
-use crate::args::ArgsValidator;
-
 /// The MCP answer for a finished run: `{content: [text JSON], structuredContent}` on success
 /// (structuredContent only for an object, as MCP requires), `isError` with the message on failure.
-pub fn tool_result(run: &Run, output_schema: Option<&ArgsValidator>) -> CallToolResult {
+pub fn tool_result(run: &Run, output_schema: Option<&SchemaValidator>) -> CallToolResult {
     match &run.end {
         RunEnd::Waiting(w) => crate::session::waiting_result(w),
         RunEnd::Finished(Ok(value)) => {

@@ -1,3 +1,5 @@
+//! What a store operation can fail with, worded for the person who must fix it.
+
 use sqlx::error::ErrorKind;
 
 /// Everything a store operation can fail with. Messages name the object and say what to do;

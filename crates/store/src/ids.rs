@@ -1,3 +1,5 @@
+//! Ids the store hands out: session ids are bearer handles, so they come from the OS RNG.
+
 use crate::StoreError;
 
 /// A new session id: 128 bits from the operating system's RNG, as 32 lowercase hex digits

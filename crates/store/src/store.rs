@@ -1,3 +1,5 @@
+//! The `Store` trait: the one interface both backends (SQLite, PostgreSQL) implement.
+
 use futures::future::BoxFuture;
 
 use crate::StoreError;

@@ -156,6 +156,7 @@ impl Engine {
             run_id,
             flushed: AtomicUsize::new(0),
             ask: request.asker.clone(),
+            started_at: tokio::sync::OnceCell::new(),
         };
         let (resumed, args) = match start {
             Start::Fresh(args) => (None, args),

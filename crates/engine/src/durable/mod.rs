@@ -91,6 +91,9 @@ pub(crate) struct DurableRun {
     /// Records `..flushed` of the main history are in the store.
     pub flushed: AtomicUsize,
     pub ask: Option<Arc<dyn Ask>>,
+    /// When the run started, as stored: the clock its scripts see. Read from the store on the
+    /// first script call, then kept for the rest of the execution.
+    pub started_at: tokio::sync::OnceCell<f64>,
 }
 
 impl DurableRun {

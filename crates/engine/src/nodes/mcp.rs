@@ -86,7 +86,8 @@ impl Executor<'_> {
         loop {
             tokio::select! {
                 r = &mut call => {
-                    // rmcp handles notifications on their own tasks: take what already came.
+                    // The pool routes an upstream's progress before it returns the answer that
+                    // followed it: what is queued now came first, and goes out first.
                     while let Ok(p) = progress.try_recv() {
                         self.emit(|| Event::UpstreamProgress {
                             node_id: node_id.clone(),

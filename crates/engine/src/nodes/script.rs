@@ -203,15 +203,17 @@ async fn fixed_clock(
     id: &str,
     argument: &Json,
 ) -> Result<Determinism, String> {
-    let run = durable
-        .durability
-        .store
-        .get_run(&durable.run_id)
+    let started_at = durable
+        .started_at
+        .get_or_try_init(|| async {
+            let run = durable.durability.store.get_run(&durable.run_id).await;
+            run.map(|run| run.summary.started_at as f64)
+        })
         .await
         .map_err(|e| format!("cannot read the run's start time for the script's clock: {e}"))?;
     let input = serde_json::to_vec(argument).map_err(|e| e.to_string())?;
     Ok(Determinism {
-        now_ms: run.summary.started_at as f64,
+        now_ms: *started_at,
         seed: seed_from(&[durable.run_id.as_bytes(), id.as_bytes(), &input]),
     })
 }

@@ -18,8 +18,8 @@ use rmcp::ServiceExt;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::handler::GraphServer;
-use crate::http_guard::rpc_error;
+use super::guard::rpc_error;
+use crate::server::GraphServer;
 
 /// Messages a session may have queued towards the server before a POST waits.
 const INBOX: usize = 64;
@@ -82,7 +82,7 @@ pub(crate) async fn open(State(state): State<Arc<LegacySse>>, request: Request) 
             "too many open SSE sessions; retry later",
         );
     }
-    let id = crate::http::new_session_id();
+    let id = super::new_session_id();
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(INBOX);
     let (outbox_tx, outbox_rx) = mpsc::channel::<ServerJsonRpcMessage>(INBOX);
     state.sessions().insert(id.clone(), inbox_tx);

@@ -22,8 +22,12 @@ use rmcp::model::{SubscribeRequest, UnsubscribeRequest};
 
 use mcpflow_upstream::passthrough::SendOptions;
 
-use super::stateless::send_options;
-use super::{Era, Proxy, lock, upstream_failure};
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+use crate::call::upstream_failure;
+use crate::era::{Era, send_options};
+use crate::gateway::{Gateway, Offer, lock};
 
 /// Which upstream listed which resource URI and prompt name.
 #[derive(Default)]
@@ -32,7 +36,7 @@ pub(crate) struct Routes {
     prompts: Mutex<HashMap<String, (Arc<str>, String)>>,
 }
 
-impl Proxy {
+impl Gateway {
     fn passing(&self, prompts: bool) -> Vec<Arc<str>> {
         self.config
             .upstreams
@@ -85,7 +89,8 @@ impl Proxy {
         futures::future::join_all(jobs).await
     }
 
-    pub async fn list_resources(&self) -> ListResourcesResult {
+    pub async fn list_resources(&self) -> Result<ListResourcesResult, McpError> {
+        self.offers(Offer::Resources)?;
         let all = self
             .collect(
                 false,
@@ -111,10 +116,11 @@ impl Proxy {
                 out.push(r);
             }
         }
-        ListResourcesResult::with_all_items(out)
+        Ok(ListResourcesResult::with_all_items(out))
     }
 
-    pub async fn list_resource_templates(&self) -> ListResourceTemplatesResult {
+    pub async fn list_resource_templates(&self) -> Result<ListResourceTemplatesResult, McpError> {
+        self.offers(Offer::Resources)?;
         let all = self
             .collect(
                 false,
@@ -133,16 +139,19 @@ impl Proxy {
             )
             .await;
         let out: Vec<ResourceTemplate> = all.into_iter().flat_map(|(_, t)| t).collect();
-        ListResourceTemplatesResult::with_all_items(out)
+        Ok(ListResourceTemplatesResult::with_all_items(out))
     }
 
     /// Reads from the upstream that listed `uri`; an unlisted URI (a template's, say) is tried
     /// on each passing upstream in order.
-    pub(crate) async fn read_resource(
+    pub async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
-        era: Option<&Era>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.offers(Offer::Resources)?;
+        let era = Era::of(context);
+        let era = era.as_ref();
         let known = lock(&self.content.resources).get(&params.uri).cloned();
         let candidates = match known {
             Some(server) => vec![server],
@@ -177,7 +186,13 @@ impl Proxy {
         }
     }
 
-    pub async fn list_prompts(&self) -> ListPromptsResult {
+    pub async fn list_prompts(&self) -> Result<ListPromptsResult, McpError> {
+        self.offers(Offer::Prompts)?;
+        Ok(self.prompts().await)
+    }
+
+    /// Every passing upstream's prompts under their exposed names, the routes refreshed.
+    async fn prompts(&self) -> ListPromptsResult {
         let all = self
             .collect(
                 true,
@@ -214,14 +229,17 @@ impl Proxy {
         ListPromptsResult::with_all_items(out)
     }
 
-    pub(crate) async fn get_prompt(
+    pub async fn get_prompt(
         &self,
         mut params: GetPromptRequestParams,
-        era: Option<&Era>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        self.offers(Offer::Prompts)?;
+        let era = Era::of(context);
+        let era = era.as_ref();
         let mut route = lock(&self.content.prompts).get(&params.name).cloned();
         if route.is_none() {
-            self.list_prompts().await;
+            self.prompts().await;
             route = lock(&self.content.prompts).get(&params.name).cloned();
         }
         let Some((server, original)) = route else {
@@ -254,18 +272,19 @@ impl Proxy {
     }
 }
 
-impl Proxy {
+impl Gateway {
     /// Completion of a prompt argument goes to the prompt's upstream (under its own name); of
     /// a resource template's, to the first passing upstream that answers.
     pub async fn complete(
         &self,
         mut params: CompleteRequestParams,
     ) -> Result<CompleteResult, McpError> {
+        self.offers(Offer::Completions)?;
         let candidates = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
                 let mut route = lock(&self.content.prompts).get(&prompt.name).cloned();
                 if route.is_none() {
-                    self.list_prompts().await;
+                    self.prompts().await;
                     route = lock(&self.content.prompts).get(&prompt.name).cloned();
                 }
                 let Some((server, original)) = route else {
@@ -307,6 +326,7 @@ impl Proxy {
     /// 2025-11-25 send.
     #[expect(deprecated, reason = "clients on 2025-11-25 still subscribe this way")]
     pub async fn subscription(&self, uri: String, subscribe: bool) -> Result<(), McpError> {
+        self.offers(Offer::Resources)?;
         let known = lock(&self.content.resources).get(&uri).cloned();
         let candidates = match known {
             Some(server) => vec![server],
@@ -339,5 +359,31 @@ impl Proxy {
                 None,
             )),
         }
+    }
+
+    /// `logging/setLevel` goes to every proxied upstream; one that refuses is only logged.
+    /// Without `proxy:` the server declares no logging, and the method is not found.
+    #[expect(deprecated, reason = "servers and clients on 2025-11-25 still log")]
+    pub async fn set_level(
+        &self,
+        params: rmcp::model::SetLevelRequestParams,
+    ) -> Result<(), McpError> {
+        if !self.active {
+            return Err(McpError::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        let jobs = self.config.upstreams.keys().map(|server| {
+            let request = ClientRequest::SetLevelRequest(rmcp::model::SetLevelRequest::new(
+                params.clone(),
+            ));
+            async move {
+                if let Err(e) = self.pool.send(server, request, SendOptions::default()).await {
+                    tracing::debug!(server = %server, error = %e, "upstream refused logging/setLevel");
+                }
+            }
+        });
+        futures::future::join_all(jobs).await;
+        Ok(())
     }
 }

@@ -4,6 +4,9 @@
 //! `mode: elicit` (or `auto`, when the client can) asks the client inline through
 //! `elicitation/create`.
 
+pub(crate) mod call;
+pub(crate) mod input;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //!
 //! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, resumption with
 //! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
-//! (`http_guard`), bounds the sessions (`http_sessions`), routes and shuts down gracefully.
+//! (`guard`), bounds the sessions (`sessions`), routes and shuts down gracefully.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,11 +20,15 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+mod guard;
+mod sessions;
+mod sse;
+
 use crate::error::ServerError;
-use crate::handler::GraphServer;
-use crate::http_guard::{Guard, guard};
-use crate::http_sessions::BoundedSessions;
-use crate::http_sse::LegacySse;
+use crate::server::GraphServer;
+use guard::{Guard, guard};
+use sessions::BoundedSessions;
+use sse::LegacySse;
 
 /// Answers whether the server can do its job (e.g. its upstreams answer); `Err` says why not.
 pub type ReadinessCheck =
@@ -150,7 +154,7 @@ impl HttpListener {
         config = if options.allowed_hosts.iter().any(|h| h == "*") {
             config.disable_allowed_hosts()
         } else {
-            let mut hosts: Vec<String> = crate::http_guard::LOOPBACK_HOSTS
+            let mut hosts: Vec<String> = guard::LOOPBACK_HOSTS
                 .iter()
                 .map(|h| (*h).to_owned())
                 .collect();
@@ -174,8 +178,8 @@ impl HttpListener {
         let guard_state = Arc::new(Guard::new(&options));
         let protocol = Router::new()
             .nest_service("/mcp", mcp)
-            .route("/sse", get(crate::http_sse::open))
-            .route("/message", post(crate::http_sse::post))
+            .route("/sse", get(sse::open))
+            .route("/message", post(sse::post))
             .with_state(legacy)
             .layer(axum::middleware::from_fn_with_state(guard_state, guard));
         let ready = stopping.clone();

@@ -1,4 +1,5 @@
-//! Requests of the 2026-07-28 era through the gateway (see `mcpflow_upstream`'s
+//! Requests of the 2026-07-28 era through the gateway (the crate's README tells the whole
+//! crossing) (see `mcpflow_upstream`'s
 //! `SendOptions::stateless`): the client's per-request `_meta` goes upstream with the request, an
 //! "input required" result comes back to the client unchanged, and the client's retry (its
 //! `inputResponses` and `requestState`) goes upstream as it came. mcpflow keeps no state
@@ -16,7 +17,7 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 use tokio::sync::broadcast;
 
-use super::Proxy;
+use crate::gateway::Gateway;
 
 /// What a 2026-07-28 request brings that the upstream must see.
 #[derive(Debug, Clone)]
@@ -72,18 +73,29 @@ pub(crate) fn send_options(era: Option<&Era>, caller: Option<Arc<dyn Caller>>) -
     }
 }
 
-impl Proxy {
+impl Gateway {
     /// What a 2026-07-28 `subscriptions/listen` stream may carry here: the proxied tools'
-    /// list changes (the one list change the gateway follows and declares).
-    pub(crate) fn subscription_filter(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
+    /// list changes (the one list change the gateway follows and declares); `None` without
+    /// `proxy:`, which declares none.
+    pub fn subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        if !self.active {
+            return None;
+        }
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = requested.tools_list_changed;
-        accepted
+        Some(accepted)
     }
 
     /// Feeds one `subscriptions/listen` stream with the upstreams' tool list changes until
     /// the client ends it. rmcp has acknowledged it already and filters what it carries.
-    pub(crate) async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+    pub async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        if !self.active {
+            context.cancelled().await;
+            return Ok(());
+        }
         let mut changes = self.pool.list_changes();
         loop {
             let server = tokio::select! {
@@ -108,17 +120,5 @@ impl Proxy {
                 return Ok(());
             }
         }
-    }
-}
-
-impl Proxy {
-    /// A proxied tool as last listed, for rmcp's checks of a call's `Mcp-Param-*` headers
-    /// against the tool's `x-mcp-header` properties (SEP-2243); `None` before the first
-    /// listing, which skips them.
-    pub(crate) fn listed_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        super::lock(&self.state)
-            .by_name
-            .get(name)
-            .map(|exposed| exposed.tool.clone())
     }
 }

@@ -19,7 +19,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use crate::handler::{CallOptions, Called, GraphServer};
+use crate::call_options::CallOptions;
+use crate::server::{Called, GraphServer};
 use crate::session::{Companion, CompanionKind};
 
 /// The key of the one elicitation in `inputRequests` (and of its answer in `inputResponses`).

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::http::HttpOptions;
+use super::HttpOptions;
 
 /// Hosts a server bound to a local port always answers to.
 pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcpflow_config::proxy::{ProxiedUpstream, ToolOverride};
+use mcpflow_model::proxy::{ProxiedUpstream, ToolOverride};
 use rmcp::model::Tool;
 use serde_json::{Map, Value};
 

@@ -4,7 +4,8 @@
 use mcpflow_engine::{Control, RunRequest};
 use serde_json::Value;
 
-use crate::handler::{CallOptions, Called, GraphServer};
+use crate::call_options::CallOptions;
+use crate::server::{Called, GraphServer};
 use crate::session::{self, Companion, CompanionKind};
 
 impl GraphServer {

@@ -32,21 +32,28 @@
 //! hook's output cannot start a forged log line; so are its error messages.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcpflow_config::proxy::{Hook, HookMethod, HookPhase, OnHookError};
-use mcpflow_engine::Engine;
+use futures::future::BoxFuture;
+use mcpflow_model::proxy::{Hook, HookMethod, HookPhase, OnHookError};
 use mcpflow_sandbox::{Fault, Sandbox, SandboxError, Script};
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
 
-use crate::error::ServerError;
+use crate::error::GatewayError;
 
-pub(crate) mod graph;
+mod background;
+mod sequence;
 
-/// Non-blocking graph-tool hooks running at once; more are dropped (and counted).
-pub const BACKGROUND_GRAPH_HOOKS: usize = 64;
+pub use background::BACKGROUND_GRAPH_HOOKS;
+use background::Background;
+
+/// Runs a graph tool of this config for a hook whose body is one (`graphTool:`): the server
+/// supplies it over its engine, so the gateway needs no engine of its own.
+pub trait ToolRunner: Send + Sync {
+    /// Runs `tool` with `input` (the hook's context object) and answers its result, or why
+    /// the run failed.
+    fn run_tool(&self, tool: &str, input: Value) -> BoxFuture<'static, Result<Value, String>>;
+}
 
 /// Every configured hook, compiled, in config order.
 #[derive(Clone)]
@@ -61,29 +68,6 @@ impl Default for Hooks {
             hooks: Arc::default(),
             background: Arc::new(Background::new(None)),
         }
-    }
-}
-
-/// What bounds the non-blocking hooks, and what they dropped.
-struct Background {
-    sandbox: Option<Sandbox>,
-    graph_slots: Arc<Semaphore>,
-    graph_dropped: AtomicU64,
-}
-
-impl Background {
-    fn new(sandbox: Option<Sandbox>) -> Self {
-        Background {
-            sandbox,
-            graph_slots: Arc::new(Semaphore::new(BACKGROUND_GRAPH_HOOKS)),
-            graph_dropped: AtomicU64::new(0),
-        }
-    }
-
-    /// Non-blocking hook calls dropped so far because their queue was full.
-    fn dropped(&self) -> u64 {
-        let scripts = self.sandbox.as_ref().map_or(0, Sandbox::background_dropped);
-        scripts + self.graph_dropped.load(Ordering::Relaxed)
     }
 }
 
@@ -112,26 +96,17 @@ impl From<SandboxError> for Failure {
     }
 }
 
-struct Compiled {
-    config: Hook,
-    body: Body,
+pub(super) struct Compiled {
+    pub(super) config: Hook,
+    pub(super) body: Body,
 }
 
-enum Body {
+pub(super) enum Body {
     Script(Script),
-    GraphTool { engine: Engine, tool: String },
-}
-
-/// Where proxied traffic a hook sees is going.
-#[derive(Debug, Clone)]
-pub struct Target<'a> {
-    pub method: HookMethod,
-    /// The upstream's name.
-    pub server: &'a str,
-    /// The tool's name as the upstream knows it (`tools/call` only).
-    pub tool: Option<&'a str>,
-    /// The calling client's name from its `initialize`, when it gave one.
-    pub client: Option<&'a str>,
+    GraphTool {
+        runner: Arc<dyn ToolRunner>,
+        tool: String,
+    },
 }
 
 /// Traffic as the matcher and the context see it: proxied (with its upstream) or to a graph
@@ -144,24 +119,26 @@ pub struct Traffic<'a> {
     client: Option<&'a str>,
 }
 
-impl<'a> From<&Target<'a>> for Traffic<'a> {
-    fn from(t: &Target<'a>) -> Self {
-        Traffic {
-            method: t.method,
-            server: Some(t.server),
-            tool: t.tool,
-            client: t.client,
-        }
-    }
-}
-
 impl<'a> Traffic<'a> {
-    /// A `tools/list` of the graph tools (`tool: None`) or a `tools/call` of graph tool `tool`.
-    pub(crate) fn graph(
+    /// A `tools/list` of upstream `server` (`tool: None`) or a `tools/call` of its tool
+    /// `tool` (under the upstream's own name); `client` is the caller's name from its
+    /// `initialize`, when it gave one.
+    pub fn proxied(
         method: HookMethod,
+        server: &'a str,
         tool: Option<&'a str>,
         client: Option<&'a str>,
     ) -> Self {
+        Traffic {
+            method,
+            server: Some(server),
+            tool,
+            client,
+        }
+    }
+
+    /// A `tools/list` of the graph tools (`tool: None`) or a `tools/call` of graph tool `tool`.
+    pub fn graph(method: HookMethod, tool: Option<&'a str>, client: Option<&'a str>) -> Self {
         Traffic {
             method,
             server: None,
@@ -181,19 +158,19 @@ pub enum Verdict {
 }
 
 impl Hooks {
-    /// Compiles every hook's script (once, at load). `engine` runs graph-tool hooks.
-    pub fn new(config: &[Hook], engine: &Engine) -> Result<Hooks, ServerError> {
+    /// Compiles every hook's script (once, at load). `runner` runs graph-tool hooks.
+    pub fn new(config: &[Hook], runner: Arc<dyn ToolRunner>) -> Result<Hooks, GatewayError> {
         if config.is_empty() {
             return Ok(Hooks::default());
         }
         let sandbox = Sandbox::new(mcpflow_sandbox::SandboxOptions::default())
-            .map_err(|e| ServerError::Hook(format!("starting the sandbox: {e}")))?;
+            .map_err(|e| GatewayError::Hook(format!("starting the sandbox: {e}")))?;
         let mut hooks = Vec::with_capacity(config.len());
         for hook in config {
             let body = match (&hook.script, &hook.graph_tool) {
                 (Some(source), _) => {
                     let script = Script::compile(&sandbox, &script_name(&hook.id), source)
-                        .map_err(|e| ServerError::Hook(format!("hook `{}`: {e}", hook.id)))?;
+                        .map_err(|e| GatewayError::Hook(format!("hook `{}`: {e}", hook.id)))?;
                     let script = match hook.timeout_ms {
                         Some(ms) => script.with_cpu_time(Duration::from_millis(ms)),
                         None => script,
@@ -201,11 +178,11 @@ impl Hooks {
                     Body::Script(script)
                 }
                 (None, Some(tool)) => Body::GraphTool {
-                    engine: engine.clone(),
+                    runner: Arc::clone(&runner),
                     tool: tool.clone(),
                 },
                 (None, None) => {
-                    return Err(ServerError::Hook(format!(
+                    return Err(GatewayError::Hook(format!(
                         "hook `{}` has neither `script` nor `graphTool`",
                         hook.id
                     )));
@@ -227,29 +204,19 @@ impl Hooks {
     }
 
     /// Whether any hook would run for `target` in `phase`: lets callers skip building contexts.
-    pub fn any<'a>(&self, phase: HookPhase, target: impl Into<Traffic<'a>>) -> bool {
-        self.matching(phase, target.into()).next().is_some()
+    pub fn any(&self, phase: HookPhase, target: Traffic<'_>) -> bool {
+        self.matching(phase, target).next().is_some()
     }
 
     /// Runs the `pre` hooks on a request's `params`.
-    pub async fn pre<'a>(&self, target: impl Into<Traffic<'a>>, params: Value) -> Verdict {
-        self.run(HookPhase::Pre, target.into(), params, None).await
+    pub async fn pre(&self, target: Traffic<'_>, params: Value) -> Verdict {
+        self.run(HookPhase::Pre, target, params, None).await
     }
 
     /// Runs the `post` hooks on a response, with the request's `params` for context.
-    pub async fn post<'a>(
-        &self,
-        target: impl Into<Traffic<'a>>,
-        params: &Value,
-        response: Value,
-    ) -> Verdict {
-        self.run(
-            HookPhase::Post,
-            target.into(),
-            params.clone(),
-            Some(response),
-        )
-        .await
+    pub async fn post(&self, target: Traffic<'_>, params: &Value, response: Value) -> Verdict {
+        self.run(HookPhase::Post, target, params.clone(), Some(response))
+            .await
     }
 
     fn matching<'s, 't>(
@@ -312,66 +279,16 @@ impl Hooks {
     }
 }
 
-impl Hooks {
-    /// Starts a non-blocking hook on its bounded queue, or drops it (counted, logged) when the
-    /// queue is full. Its answer is ignored and its failure only logged.
-    fn in_background(&self, hook: &Compiled, ctx: Value) {
-        let id = hook.config.id.clone();
-        match &hook.body {
-            Body::Script(script) => {
-                let call = script.call_in_background(&ctx);
-                let background = Arc::clone(&self.background);
-                tokio::spawn(async move {
-                    let outcome = call.await;
-                    log_console(script_name(&id), &outcome.logs);
-                    match outcome.result {
-                        Err(SandboxError::Busy { queued }) => {
-                            let dropped = background.dropped();
-                            tracing::warn!(hook = %id, queued, dropped, "non-blocking hook dropped: its background queue is full");
-                        }
-                        Err(e) => {
-                            let error = e.to_string().escape_debug().to_string();
-                            tracing::warn!(hook = %id, %error, "non-blocking hook failed");
-                        }
-                        Ok(_) => {}
-                    }
-                });
-            }
-            Body::GraphTool { engine, tool } => {
-                let Ok(slot) = Arc::clone(&self.background.graph_slots).try_acquire_owned() else {
-                    self.background
-                        .graph_dropped
-                        .fetch_add(1, Ordering::Relaxed);
-                    let dropped = self.background.dropped();
-                    tracing::warn!(hook = %id, in_flight = BACKGROUND_GRAPH_HOOKS, dropped, "non-blocking hook dropped: too many running");
-                    return;
-                };
-                let (engine, tool) = (engine.clone(), tool.clone());
-                tokio::spawn(async move {
-                    let run = engine
-                        .run(mcpflow_engine::RunRequest::new(tool.as_str(), ctx))
-                        .await;
-                    drop(slot);
-                    if let Err(e) = run.into_result() {
-                        let error = e.to_string().escape_debug().to_string();
-                        tracing::warn!(hook = %id, %error, "non-blocking hook failed");
-                    }
-                });
-            }
-        }
-    }
-}
-
-fn script_name(id: &str) -> String {
+pub(super) fn script_name(id: &str) -> String {
     format!("hook:{id}")
 }
 
 /// A script hook's console lines, escaped: a newline in them cannot start a log line of its
 /// own, nor an escape sequence reach a terminal.
-fn log_console(hook: String, lines: &[mcpflow_sandbox::LogLine]) {
+pub(super) fn log_console(hook: String, lines: &[mcpflow_sandbox::LogLine]) {
     for line in lines {
         let message = line.message.escape_debug();
-        tracing::info!(target: "mcpflow_server::hook", hook = %hook, level = ?line.level, "console: {message}");
+        tracing::info!(target: "mcpflow_gateway::hook", hook = %hook, level = ?line.level, "console: {message}");
     }
 }
 
@@ -466,15 +383,10 @@ impl Body {
                 log_console(script.name().to_owned(), &outcome.logs);
                 outcome.result.map_err(Failure::from)
             }
-            Body::GraphTool { engine, tool } => {
-                let run = engine
-                    .run(mcpflow_engine::RunRequest::new(tool.as_str(), ctx))
-                    .await;
-                match run.into_result() {
-                    Ok(out) => Ok(Some(out.into_json())),
-                    Err(e) => Err(Failure::hook(format!("graph tool `{tool}` failed: {e}"))),
-                }
-            }
+            Body::GraphTool { runner, tool } => match runner.run_tool(tool, ctx).await {
+                Ok(out) => Ok(Some(out)),
+                Err(e) => Err(Failure::hook(format!("graph tool `{tool}` failed: {e}"))),
+            },
         }
     }
 }

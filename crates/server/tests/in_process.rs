@@ -1,0 +1,248 @@
+//! The MCP face in process: a `GraphServer` served on one end of an in-memory duplex stream,
+//! the rmcp client on the other, no binary spawned. What the server itself decides is checked
+//! here (listing, arguments, results, hooks on graph tools, what it declares and refuses, the
+//! gateway's routing); the transports and the CLI keep their spawning tests in
+//! `crates/mcpflow/tests`. The proxied upstream is the workspace's fixture server, a real
+//! child process over a real pipe.
+
+use std::path::PathBuf;
+
+use mcpflow_engine::Engine;
+use mcpflow_server::GraphServer;
+use mcpflow_upstream::UpstreamPool;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ErrorCode,
+    Implementation, ProtocolVersion,
+};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+type Client = RunningService<RoleClient, ClientConfig>;
+
+/// The fixture MCP server, built beside the test binaries by `cargo build --workspace --bins`.
+fn fixture() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("mcpflow-fixture"))
+        .expect("target/debug");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first (scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Serves `yaml` in process and connects a client named `mcpflow-tests` to it.
+async fn serve(yaml: &str) -> Client {
+    let yaml = yaml.replace("{fixture}", &fixture().display().to_string());
+    let loaded = mcpflow_config::load_str(&yaml, "in-process.yaml").expect("the config loads");
+    let config = loaded.config;
+    let pool = UpstreamPool::new(config.mcp_servers.clone(), std::env::temp_dir());
+    let engine = Engine::new(&config, pool).expect("the config compiles");
+    let server = GraphServer::new(&config, engine).expect("the server starts");
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(ours).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcpflow-tests", "1.0.0"),
+    )
+    .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    .serve(theirs)
+    .await
+    .expect("the client connects")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("tools/call answers")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const GRAPHS: &str = r#"
+version: "1.0"
+server: {name: inproc, version: "1.0.0", title: "In process"}
+tools:
+  - name: double
+    description: "doubles n"
+    inputSchema:
+      type: object
+      properties: {n: {type: integer, minimum: 0}}
+      required: [n]
+    outputSchema:
+      type: object
+      properties: {twice: {type: integer}}
+      required: [twice]
+    nodes:
+      - {id: entry, type: entry, next: calc}
+      - {id: calc, type: transform, transform: {expr: '{"twice": $.entry.n * 2}'}, next: exit}
+      - {id: exit, type: exit}
+  - name: liar
+    description: "promises an object with `twice`, answers a string"
+    inputSchema: {type: object}
+    outputSchema: {type: object, required: [twice]}
+    nodes:
+      - {id: entry, type: entry, next: say}
+      - {id: say, type: transform, transform: {expr: '"not an object"'}, next: exit}
+      - {id: exit, type: exit}
+"#;
+
+#[tokio::test]
+async fn tools_are_listed_with_their_full_schemas_and_run_on_call() {
+    let client = serve(GRAPHS).await;
+    let info = client.peer_info().expect("initialized");
+    let server = info.server_info.as_ref().expect("server info");
+    assert_eq!(server.name, "inproc");
+    assert_eq!(server.title.as_deref(), Some("In process"));
+    // No `proxy:`: tools only, nothing more is declared.
+    assert!(info.capabilities.resources.is_none() && info.capabilities.logging.is_none());
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let double = tools.iter().find(|t| t.name == "double").expect("listed");
+    assert_eq!(double.input_schema["required"], json!(["n"]));
+    assert_eq!(
+        double.output_schema.as_ref().map(|s| s["required"].clone()),
+        Some(json!(["twice"]))
+    );
+    let r = call(&client, "double", json!({"n": 21})).await;
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    assert_eq!(r.structured_content, Some(json!({"twice": 42})));
+    client.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn bad_arguments_and_results_are_tool_errors_that_say_where() {
+    let client = serve(GRAPHS).await;
+    let r = call(&client, "double", json!({"n": -1})).await;
+    assert_eq!(r.is_error, Some(true));
+    let message = text(&r);
+    assert!(
+        message.starts_with("invalid arguments for `double`") && message.contains("/n"),
+        "{message}"
+    );
+    let r = call(&client, "liar", json!({})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("does not match its outputSchema"),
+        "{r:?}"
+    );
+    // An unknown name is a protocol error that lists what exists.
+    let e = client
+        .call_tool(CallToolRequestParams::new("nope"))
+        .await
+        .expect_err("unknown tool");
+    assert!(e.to_string().contains("double, liar"), "{e}");
+    client.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn methods_of_capabilities_not_declared_are_not_found() {
+    let client = serve(GRAPHS).await;
+    let e = client
+        .list_resources(None)
+        .await
+        .expect_err("no resources without proxy");
+    let rmcp::ServiceError::McpError(e) = e else {
+        panic!("a JSON-RPC error, got {e:?}")
+    };
+    assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+    let e = client
+        .list_prompts(None)
+        .await
+        .expect_err("no prompts without proxy");
+    assert!(e.to_string().contains("offers no prompts"), "{e}");
+    client.cancel().await.expect("closes");
+}
+
+const GATEWAY: &str = r#"
+version: "1.0"
+server: {name: gw, version: "1.0.0"}
+mcpServers:
+  fx:
+    command: "{fixture}"
+proxy:
+  upstreams:
+    fx:
+      include: ["echo"]
+tools:
+  - name: graph_echo
+    description: "answers its arguments"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: exit}
+      - {id: exit, type: exit}
+hooks:
+  - id: guard
+    method: tools/call
+    phase: pre
+    appliesTo: all
+    script: |
+      (ctx) => {
+        const path = ctx.request.params.arguments.path;
+        if (typeof path === "string" && path.includes("..")) return {reject: "no .. in " + ctx.request.params.name};
+        ctx.request.params.arguments.seen = ctx.metadata.serverName;
+        return ctx;
+      }
+  - id: tag
+    method: tools/call
+    phase: post
+    appliesTo: all
+    script: |
+      (ctx) => { ctx.response.structuredContent = {tagged: ctx.response.structuredContent}; return ctx; }
+"#;
+
+#[tokio::test]
+async fn one_hook_sequence_guards_proxied_and_graph_tools_alike() {
+    let client = serve(GATEWAY).await;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["graph_echo", "fx__echo"]);
+    // The same pre and post hooks around a proxied call and a graph tool's run.
+    let proxied = call(&client, "fx__echo", json!({"path": "notes.txt"})).await;
+    assert_eq!(
+        proxied.structured_content,
+        Some(json!({"tagged": {"path": "notes.txt", "seen": "fx"}})),
+        "{proxied:?}"
+    );
+    let graph = call(&client, "graph_echo", json!({"path": "notes.txt"})).await;
+    assert_eq!(
+        graph.structured_content,
+        Some(json!({"tagged": {"path": "notes.txt", "seen": null}})),
+        "{graph:?}"
+    );
+    for tool in ["fx__echo", "graph_echo"] {
+        let r = call(&client, tool, json!({"path": "../etc/shadow"})).await;
+        assert_eq!(r.is_error, Some(true), "{tool}: {r:?}");
+        let expected = if tool == "fx__echo" { "echo" } else { tool };
+        assert_eq!(text(&r), format!("no .. in {expected}"));
+    }
+    // With `proxy:`, list changes and logging are declared; the fixture passes resources.
+    let caps = &client.peer_info().expect("initialized").capabilities;
+    assert!(caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true));
+    assert!(caps.logging.is_some());
+    client.cancel().await.expect("closes");
+}
