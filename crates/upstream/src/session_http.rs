@@ -105,6 +105,17 @@ impl SessionHttpClient {
     }
 }
 
+impl SessionHttpClient {
+    /// What both kinds of post do with the answer: note the session an `initialize` opened
+    /// (`opening`), and correct a refusal of a request on a session (see [`correct`]).
+    fn answered(&self, opening: bool, refusable: bool, response: PostResult) -> PostResult {
+        if opening {
+            self.note_initialize_answer(&response);
+        }
+        correct(refusable, response)
+    }
+}
+
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
 impl StreamableHttpClient for SessionHttpClient {
@@ -118,17 +129,16 @@ impl StreamableHttpClient for SessionHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = PostResult> + Send + '_ {
-        let refusable = refusable(&message, session_id.as_ref());
+        let (refusable, opening) = (
+            refusable(&message, session_id.as_ref()),
+            session_id.is_none(),
+        );
         async move {
-            let opening = session_id.is_none();
             let response = self
                 .http
                 .post_message(uri, message, session_id, auth_header, custom_headers)
                 .await;
-            if opening {
-                self.note_initialize_answer(&response);
-            }
-            correct(refusable, response)
+            self.answered(opening, refusable, response)
         }
     }
 
@@ -141,9 +151,11 @@ impl StreamableHttpClient for SessionHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = PostResult> + Send + '_ {
-        let refusable = refusable(&message, session_id.as_ref());
+        let (refusable, opening) = (
+            refusable(&message, session_id.as_ref()),
+            session_id.is_none(),
+        );
         async move {
-            let opening = session_id.is_none();
             let response = self
                 .http
                 .post_message_with_max_sse_event_size(
@@ -155,10 +167,7 @@ impl StreamableHttpClient for SessionHttpClient {
                     max_sse_event_size,
                 )
                 .await;
-            if opening {
-                self.note_initialize_answer(&response);
-            }
-            correct(refusable, response)
+            self.answered(opening, refusable, response)
         }
     }
 

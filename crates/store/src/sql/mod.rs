@@ -57,6 +57,25 @@ impl SqlStore {
     }
 }
 
+/// A listing's SQL: `head`, then `WHERE` over the `columns` whose filter is set (each
+/// `= $n`, to be bound in this order), `ORDER BY order`, and the `LIMIT` and `OFFSET`
+/// placeholders after them. Column names are ours, never a caller's.
+fn page_sql(head: &str, columns: &[(&str, bool)], order: &str) -> String {
+    let mut sql = head.to_owned();
+    let mut n = 0;
+    for (column, _) in columns.iter().filter(|(_, set)| *set) {
+        n += 1;
+        let joint = if n == 1 { "WHERE" } else { "AND" };
+        sql.push_str(&format!(" {joint} {column} = ${n}"));
+    }
+    sql.push_str(&format!(
+        " ORDER BY {order} LIMIT ${} OFFSET ${}",
+        n + 1,
+        n + 2
+    ));
+    sql
+}
+
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.kind() == sqlx::error::ErrorKind::UniqueViolation)
 }

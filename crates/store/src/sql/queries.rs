@@ -66,26 +66,13 @@ impl SqlStore {
         &self,
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let mut conditions = Vec::new();
-        let mut n = 0;
-        if filter.status.is_some() {
-            n += 1;
-            conditions.push(format!("status = ${n}"));
-        }
-        if filter.tool.is_some() {
-            n += 1;
-            conditions.push(format!("tool = ${n}"));
-        }
-        let filter_sql = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", conditions.join(" AND "))
-        };
-        let sql = format!(
-            "SELECT {RUN_SUMMARY_COLUMNS} FROM runs {filter_sql} \
-             ORDER BY started_at DESC, id DESC LIMIT ${} OFFSET ${}",
-            n + 1,
-            n + 2
+        let sql = super::page_sql(
+            &format!("SELECT {RUN_SUMMARY_COLUMNS} FROM runs"),
+            &[
+                ("status", filter.status.is_some()),
+                ("tool", filter.tool.is_some()),
+            ],
+            "started_at DESC, id DESC",
         );
         let mut q = sqlx::query(AssertSqlSafe(sql));
         if let Some(status) = filter.status {

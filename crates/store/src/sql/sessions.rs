@@ -391,26 +391,13 @@ impl SqlStore {
         &self,
         filter: &SessionFilter,
     ) -> Result<Vec<Session>, StoreError> {
-        let mut conditions = Vec::new();
-        let mut n = 0;
-        if filter.status.is_some() {
-            n += 1;
-            conditions.push(format!("s.status = ${n}"));
-        }
-        if filter.run_id.is_some() {
-            n += 1;
-            conditions.push(format!("s.run_id = ${n}"));
-        }
-        let filter_sql = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", conditions.join(" AND "))
-        };
-        let sql = format!(
-            "{SESSION_SELECT} {filter_sql} ORDER BY s.created_at DESC, s.id DESC \
-             LIMIT ${} OFFSET ${}",
-            n + 1,
-            n + 2
+        let sql = super::page_sql(
+            SESSION_SELECT,
+            &[
+                ("s.status", filter.status.is_some()),
+                ("s.run_id", filter.run_id.is_some()),
+            ],
+            "s.created_at DESC, s.id DESC",
         );
         let mut q = sqlx::query(AssertSqlSafe(sql));
         if let Some(status) = filter.status {
