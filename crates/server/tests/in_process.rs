@@ -5,78 +5,15 @@
 //! `crates/mcpflow/tests`. The proxied upstream is the workspace's fixture server, a real
 //! child process over a real pipe.
 
-use std::path::PathBuf;
+mod support;
 
-use mcpflow_engine::Engine;
-use mcpflow_server::GraphServer;
-use mcpflow_upstream::UpstreamPool;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ErrorCode,
-    Implementation, ProtocolVersion,
-};
-use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{Value, json};
+use rmcp::model::{CallToolRequestParams, ErrorCode};
+use serde_json::json;
+use support::{call, text};
 
-type Client = RunningService<RoleClient, ClientConfig>;
-
-/// The fixture MCP server, built beside the test binaries by `cargo build --workspace --bins`.
-fn fixture() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("mcpflow-fixture"))
-        .expect("target/debug");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build --workspace --bins` first (scripts/test does)",
-        bin.display()
-    );
-    bin
-}
-
-/// Serves `yaml` in process and connects a client named `mcpflow-tests` to it.
-async fn serve(yaml: &str) -> Client {
-    let yaml = yaml.replace("{fixture}", &fixture().display().to_string());
-    let loaded = mcpflow_config::load_str(&yaml, "in-process.yaml").expect("the config loads");
-    let config = loaded.config;
-    let pool = UpstreamPool::new(config.mcp_servers.clone(), std::env::temp_dir());
-    let engine = Engine::new(&config, pool).expect("the config compiles");
-    let server = GraphServer::new(&config, engine).expect("the server starts");
-    let (ours, theirs) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(ours).await {
-            let _ = running.waiting().await;
-        }
-    });
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("mcpflow-tests", "1.0.0"),
-    )
-    .with_protocol_version(ProtocolVersion::V_2025_11_25)
-    .serve(theirs)
-    .await
-    .expect("the client connects")
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .expect("tools/call answers")
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
+async fn serve(yaml: &str) -> support::Client {
+    // The directory holds nothing these configs read once they are loaded.
+    support::serve_yaml(yaml).await.1
 }
 
 const GRAPHS: &str = r#"

@@ -1,11 +1,11 @@
 //! Hooks on the config's own graph tools: only hooks that opt in (`appliesTo: graph` or `all`)
 //! see graph tool calls and listings, with the same rewrite / reject / post contract as on
-//! proxied traffic; hooks without it keep to proxied traffic. Driven by a real MCP client over
-//! stdio, with the fixture as the proxied upstream.
-mod common;
+//! proxied traffic; hooks without it keep to proxied traffic. Served in process (`support`),
+//! with the fixture as the proxied upstream.
+mod support;
 
-use common::{Client, call, text};
 use serde_json::json;
+use support::{Client, call, text};
 
 const BASE: &str = r#"
 version: "1.0"
@@ -34,11 +34,11 @@ hooks:
 "#;
 
 async fn serve(hooks: &str) -> (tempfile::TempDir, Client) {
-    common::serve_yaml(&format!("{BASE}{hooks}")).await
+    support::serve_yaml(&format!("{BASE}{hooks}")).await
 }
 
 async fn names(client: &Client) -> Vec<String> {
-    common::tool_names(client).await
+    support::tool_names(client).await
 }
 
 #[tokio::test]
