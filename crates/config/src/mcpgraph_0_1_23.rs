@@ -260,7 +260,7 @@ pub fn migrate(text: &str, name: &str) -> Result<Migrated, MigrateError> {
             }
         }
     }
-    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_owned();
     for (start, end, replacement) in edits {
         out.replace_range(start..end, &replacement);

@@ -33,12 +33,17 @@ enum Sub {
     Eval(EvalArgs),
     /// Print the JSON Schema of the config file format.
     Schema,
-    /// Talk to one remote MCP server (Streamable HTTP or legacy SSE): list or call its tools.
+    /// Rewrite a config written for mcpGraph 0.1.23 (`npx mcpgraph`) in the current format,
+    /// comments kept: to stdout, or `--in-place`.
+    Migrate(crate::migrate::MigrateArgs),
+    /// Talk to one MCP server (a URL, a server of a config, or a command line): list or call
+    /// its tools.
     #[command(subcommand)]
     Upstream(crate::upstream_cmd::UpstreamCmd),
     /// Inspect stored runs: `list`, `show ID`, `stats`.
     Runs(crate::runs_cmd::RunsArgs),
-    /// Inspect or cancel waiting sessions: `list`, `show ID`, `cancel ID`.
+    /// Inspect, continue or cancel waiting sessions: `list`, `show ID`, `continue ID`,
+    /// `cancel ID`.
     Sessions(crate::runs_cmd::SessionsArgs),
 }
 
@@ -113,6 +118,7 @@ pub enum Command {
     Run(RunArgs),
     Validate(ConfigArgs),
     Eval(EvalArgs),
+    Migrate(crate::migrate::MigrateArgs),
     Schema,
     Upstream(crate::upstream_cmd::UpstreamCmd),
     Runs(crate::runs_cmd::RunsArgs),
@@ -127,6 +133,7 @@ impl Cli {
             (Some(Sub::Validate(a)), _) => Ok(Command::Validate(a)),
             (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
             (Some(Sub::Schema), _) => Ok(Command::Schema),
+            (Some(Sub::Migrate(a)), _) => Ok(Command::Migrate(a)),
             (Some(Sub::Upstream(a)), _) => Ok(Command::Upstream(a)),
             (Some(Sub::Runs(a)), _) => Ok(Command::Runs(a)),
             (Some(Sub::Sessions(a)), _) => Ok(Command::Sessions(a)),

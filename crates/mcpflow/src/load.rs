@@ -40,7 +40,7 @@ pub fn validate(args: ConfigArgs) -> ExitCode {
         Ok((loaded, _)) => {
             let c = &loaded.config;
             let nodes: usize = c.tools.iter().map(|t| t.nodes.len()).sum();
-            println!(
+            let line = format!(
                 "{}: ok: server `{}` {}, {} tool(s), {} node(s), {} upstream server(s)",
                 args.config.display(),
                 c.server.name,
@@ -49,7 +49,7 @@ pub fn validate(args: ConfigArgs) -> ExitCode {
                 nodes,
                 c.mcp_servers.len()
             );
-            ExitCode::SUCCESS
+            crate::output::emit(&line, ExitCode::SUCCESS)
         }
         Err(code) => code,
     }
