@@ -174,9 +174,10 @@ pub(crate) fn recognise(doc: &mut Value, sources: &mut SourceMap) -> Vec<Problem
             Problem::new(
                 m.pointer(),
                 format!(
-                    "{} is the string {}: sent as written (mcpGraph 0.1.32, mcpflow), while \
-                     mcpGraph 0.1.23 evaluated it as JSONata",
+                    "argument {}{} is the string {}: sent as written (mcpGraph 0.1.32, \
+                     mcpflow), while mcpGraph 0.1.23 evaluated it as JSONata",
                     crate::place::field_name(&m.pointer()),
+                    crate::place::in_owner(&m.pointer(), doc),
                     Value::from(text)
                 ),
             )
