@@ -28,7 +28,7 @@ enum Sub {
     /// Run one tool once and print its result as JSON.
     Run(RunArgs),
     /// Check a config; print a summary, or every error with file:line:col.
-    Validate(ConfigArgs),
+    Validate(ValidateArgs),
     /// Evaluate a JSONata expression (or a JSON Logic rule with --logic).
     Eval(EvalArgs),
     /// Print the JSON Schema of the config file format.
@@ -54,6 +54,16 @@ pub struct ConfigArgs {
     /// An `mcp.json` whose `mcpServers` are merged in (the config wins on a name clash).
     #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
     pub mcp: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Also start (or connect to) every upstream a graph calls and check that each `mcp`
+    /// node's tool is one of its tools (the error lists the ones it has).
+    #[arg(long)]
+    pub check_upstreams: bool,
 }
 
 #[derive(Args, Debug)]
@@ -116,7 +126,7 @@ pub struct EvalArgs {
 pub enum Command {
     Serve(ServeArgs),
     Run(RunArgs),
-    Validate(ConfigArgs),
+    Validate(ValidateArgs),
     Eval(EvalArgs),
     Migrate(crate::migrate::MigrateArgs),
     Schema,

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         match command {
             Command::Serve(args) => serve::serve(args).await,
             Command::Run(args) => run::run(args).await,
-            Command::Validate(args) => load::validate(args),
+            Command::Validate(args) => load::validate(args).await,
             Command::Eval(args) => eval::eval(args),
             Command::Migrate(args) => migrate::migrate(args),
             Command::Upstream(command) => upstream_cmd::upstream(command).await,

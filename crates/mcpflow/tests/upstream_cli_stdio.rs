@@ -99,3 +99,34 @@ fn a_command_line_is_started_as_a_stdio_server() {
     let out = cli(&["upstream", "list", &command, "--sse"], None);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn validate_check_upstreams_names_a_tool_the_upstream_does_not_have() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = format!(
+        "{CONFIG}tools:
+  - name: t
+    description: calls a tool the fixture does not have
+    inputSchema: {{type: object}}
+    nodes:
+      - {{id: entry, type: entry, next: call}}
+      - {{id: call, type: mcp, server: fx, tool: ech, args: {{}}, next: exit}}
+      - {{id: exit, type: exit}}
+"
+    );
+    let config = write_config(dir.path(), &yaml);
+    let config = config.to_str().expect("utf-8");
+
+    // Without connecting, the config is sound.
+    let out = cli(&["validate", config], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let out = cli(&["validate", config, "--check-upstreams"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("graph.yaml:13:") && err.contains("upstream `fx` has no tool `ech`"),
+        "{err}"
+    );
+    assert!(err.contains("it has: ") && err.contains("echo"), "{err}");
+}
