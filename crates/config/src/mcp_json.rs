@@ -20,6 +20,9 @@ pub(crate) struct ClientServers {
     pub problems: Vec<Problem>,
 }
 
+/// Keys of an entry that only steer a client's own approval prompts.
+const CLIENT_UI_KEYS: [&str; 2] = ["autoApprove", "alwaysAllow"];
+
 /// The two top-level keys clients put their servers under, in the order they are read.
 const LISTS: [&str; 2] = ["mcpServers", "servers"];
 
@@ -87,6 +90,11 @@ pub(crate) fn read(
                         continue;
                     }
                     None => {}
+                }
+                // Cline's lists of tools its user pre-approved: the client's own UI, nothing a
+                // server (or mcpflow, which asks nobody) acts on.
+                for key in CLIENT_UI_KEYS {
+                    fields.remove(key);
                 }
                 normalise_type(fields);
             }

@@ -45,7 +45,7 @@ fn a_disabled_entry_is_skipped_and_said_so_in_one_line() {
     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
     "old": {"command": "old-server", "disabled": true},
     "older": {"command": "older-server", "disabled": true},
-    "kept": {"command": "kept-server", "disabled": false}
+    "kept": {"command": "kept-server", "disabled": false, "autoApprove": ["read"], "alwaysAllow": []}
   }
 }"#;
     let loaded = merged(mcp);
