@@ -53,7 +53,11 @@ fn explain_texts(texts: &[String], refused: bool, timed_out: bool) -> String {
     {
         return "the host name does not resolve; check the URL's host".into();
     }
-    if all.contains("certificate") || all.contains("tls") || all.contains("ssl") {
+    if all.contains("certificate")
+        || all.contains("tls")
+        || all.contains("ssl")
+        || all.contains("corrupt message")
+    {
         return format!(
             "the TLS handshake failed ({}); check the server's certificate, or use http:// if it \
              serves plain HTTP",

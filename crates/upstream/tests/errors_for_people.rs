@@ -53,12 +53,29 @@ async fn a_refused_connection_says_so_in_one_line() {
 
 #[tokio::test]
 async fn an_http_status_says_which_and_what_to_check() {
+    // A real HTTP server that knows no MCP endpoint: every request is a 404.
+    let (port, server_task) = plain_http_404().await;
+    let server = common::server(json!({
+        "type": "streamableHttp",
+        "url": format!("http://127.0.0.1:{port}/wrong"),
+    }));
+    let pool = common::pool(vec![("remote", server)]);
+    let error = pool.list_tools("remote").await.expect_err("a 404");
+    let message = error.to_string();
+    one_line_for_people(&message, "remote");
+    assert!(message.contains("HTTP 404"), "{message}");
+    assert!(message.contains("path"), "{message}");
+    pool.shutdown().await;
+    server_task.abort();
+}
+
+/// A real plain-HTTP listener that answers every request with a 404, and never closes.
+async fn plain_http_404() -> (u16, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let port = listener.local_addr().expect("address").port();
-    // A real HTTP server that knows no MCP endpoint: every request is a 404.
-    let server_task = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 16 * 1024];
@@ -72,18 +89,50 @@ async fn an_http_status_says_which_and_what_to_check() {
             });
         }
     });
+    (port, task)
+}
+
+#[tokio::test]
+async fn https_to_a_plain_http_server_is_a_tls_failure() {
+    let (port, task) = plain_http_404().await;
     let server = common::server(json!({
         "type": "streamableHttp",
-        "url": format!("http://127.0.0.1:{port}/wrong"),
+        "url": format!("https://127.0.0.1:{port}/mcp"),
     }));
     let pool = common::pool(vec![("remote", server)]);
-    let error = pool.list_tools("remote").await.expect_err("a 404");
+    let error = pool.list_tools("remote").await.expect_err("no TLS there");
     let message = error.to_string();
     one_line_for_people(&message, "remote");
-    assert!(message.contains("HTTP 404"), "{message}");
-    assert!(message.contains("path"), "{message}");
+    assert!(message.contains("TLS"), "{message}");
     pool.shutdown().await;
-    server_task.abort();
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_in_one_line() {
+    // Accepts connections and reads, but never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let server = common::server(json!({
+        "type": "streamableHttp",
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "connectTimeoutMs": 300,
+    }));
+    let pool = common::pool(vec![("slow", server)]);
+    let error = pool.list_tools("slow").await.expect_err("no answer");
+    let message = error.to_string();
+    one_line_for_people(&message, "slow");
+    assert!(message.contains("300 ms"), "{message}");
+    pool.shutdown().await;
+    task.abort();
 }
 
 #[tokio::test]
