@@ -78,6 +78,7 @@ pub enum SessionsCmd {
     /// Continues a waiting session with INPUT (needs --config: the rest of the run is that
     /// config's graph) and prints the result, or the next waiting handle, as `run` does.
     Continue {
+        /// The session's id: `sessionId` of the waiting handle `run` or a tool call printed.
         id: String,
         /// The input the await node asks for, as a JSON object (`@file.json` reads a file).
         #[arg(long, value_name = "JSON")]
