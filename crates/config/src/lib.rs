@@ -47,6 +47,8 @@ mod error;
 mod flow;
 pub mod interpolate;
 mod load;
+mod mcp_json;
+mod mcpgraph_0_1_23;
 mod place;
 pub mod proxy;
 mod schema;
@@ -62,6 +64,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
 pub use mcpflow_model::*;
 pub use mcpflow_model::{http, session};
+pub use mcpgraph_0_1_23::{MigrateError, Migrated, migrate};
 pub use schema::schema;
 
 /// The config's types, which live in [`mcpflow_model`]; kept at this path for existing users.

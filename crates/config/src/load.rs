@@ -175,9 +175,17 @@ impl<'a> Loader<'a> {
         }
         let mut doc = parsed.value;
         let mut problems = parsed.problems;
+        let mut merge_warnings = Vec::new();
         if let Some(m) = &self.mcp_json {
-            self.merge_mcp_json(m, &mut doc, &mut sources, &mut problems);
+            self.merge_mcp_json(
+                m,
+                &mut doc,
+                &mut sources,
+                &mut problems,
+                &mut merge_warnings,
+            );
         }
+        merge_warnings.extend(crate::mcpgraph_0_1_23::recognise(&mut doc, &mut sources));
         problems.extend(structure::check(&doc, &sources));
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
         let findings = validate::check(&doc, &sources);
@@ -208,7 +216,10 @@ impl<'a> Loader<'a> {
             doc,
             sources,
             problems,
-            warnings: findings.warnings,
+            warnings: merge_warnings
+                .into_iter()
+                .chain(findings.warnings)
+                .collect(),
             schema_advice: findings.schema_advice,
             scripts,
             path,
@@ -222,6 +233,7 @@ impl<'a> Loader<'a> {
         doc: &mut Value,
         sources: &mut SourceMap,
         problems: &mut Vec<Problem>,
+        warnings: &mut Vec<Problem>,
     ) {
         let (text, name) = match source {
             McpJson::File(path) => {
@@ -250,14 +262,8 @@ impl<'a> Loader<'a> {
             }
         };
         problems.extend(parsed.problems);
-        let pos_of = |pointer: &str| {
-            parsed
-                .spans
-                .iter()
-                .find(|(p, _)| p == pointer)
-                .map_or(Pos::START, |(_, s)| s.value)
-        };
-        if !parsed.value.is_object() {
+        let at = |pointer: &str| crate::mcp_json::anchor(file, &parsed.spans, pointer);
+        let Some(client) = parsed.value.as_object() else {
             problems.push(
                 Problem::new(
                     "",
@@ -269,25 +275,14 @@ impl<'a> Loader<'a> {
                 .at(Anchor::At(file, Pos::START)),
             );
             return;
-        }
-        let servers = match parsed.value.get("mcpServers") {
-            None | Some(Value::Null) => return,
-            Some(Value::Object(servers)) => servers,
-            Some(other) => {
-                problems.push(
-                    Problem::new(
-                        "",
-                        format!(
-                            "\"mcpServers\" in {name} must be a mapping of server names to \
-                             servers, got {}",
-                            crate::place::describe(other)
-                        ),
-                    )
-                    .at(Anchor::At(file, pos_of("/mcpServers"))),
-                );
-                return;
-            }
         };
+        let servers = crate::mcp_json::read(client, &name, &at);
+        problems.extend(servers.problems);
+        warnings.extend(crate::mcp_json::disabled_warning(
+            &name,
+            &servers.disabled,
+            &at,
+        ));
         let Some(root) = doc.as_object_mut() else {
             return;
         };
@@ -300,18 +295,18 @@ impl<'a> Loader<'a> {
         let Some(target) = target.as_object_mut() else {
             return;
         };
-        for (server, def) in servers {
-            if target.contains_key(server) {
+        for (server, def, from) in servers.entries {
+            if target.contains_key(&server) {
                 continue;
             }
-            target.insert(server.clone(), def.clone());
-            let prefix = format!("/mcpServers/{}", escape(server));
+            target.insert(server.clone(), def);
+            // The entry's positions, under the config's pointer (VS Code's `servers` too).
+            let to = format!("/mcpServers/{}", escape(&server));
             for (pointer, span) in &parsed.spans {
-                let under = pointer
-                    .strip_prefix(&prefix)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
-                if under {
-                    sources.insert(pointer.clone(), *span);
+                if let Some(rest) = pointer.strip_prefix(&from)
+                    && (rest.is_empty() || rest.starts_with('/'))
+                {
+                    sources.insert(format!("{to}{rest}"), *span);
                 }
             }
         }

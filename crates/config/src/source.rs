@@ -130,6 +130,13 @@ impl SourceMap {
         self.spans.insert(pointer, span);
     }
 
+    /// Gives `to` the position of `from` (a key renamed or a value wrapped in memory).
+    pub(crate) fn alias(&mut self, from: &str, to: String) {
+        if let Some(span) = self.spans.get(from).copied() {
+            self.spans.insert(to, span);
+        }
+    }
+
     /// The name of a source file (`0` is the config itself).
     pub(crate) fn file_name(&self, file: usize) -> &str {
         self.files.get(file).map_or("<config>", |f| f.name.as_str())

@@ -30,17 +30,22 @@ enum Sub {
     /// Run one tool once and print its result as JSON.
     Run(RunArgs),
     /// Check a config; print a summary, or every error with file:line:col.
-    Validate(ConfigArgs),
+    Validate(ValidateArgs),
     /// Evaluate a JSONata expression (or a JSON Logic rule with --logic).
     Eval(EvalArgs),
     /// Print the JSON Schema of the config file format.
     Schema,
-    /// Talk to one remote MCP server (Streamable HTTP or legacy SSE): list or call its tools.
+    /// Rewrite a config written for mcpGraph 0.1.23 (`npx mcpgraph`) in the current format,
+    /// comments kept: to stdout, or `--in-place`.
+    Migrate(crate::migrate::MigrateArgs),
+    /// Talk to one MCP server (a URL, a server of a config, or a command line): list or call
+    /// its tools.
     #[command(subcommand)]
     Upstream(crate::upstream_cmd::UpstreamCmd),
     /// Inspect stored runs: `list`, `show ID`, `stats`.
     Runs(crate::runs_cmd::RunsArgs),
-    /// Inspect or cancel waiting sessions: `list`, `show ID`, `cancel ID`.
+    /// Inspect, continue or cancel waiting sessions: `list`, `show ID`, `continue ID`,
+    /// `cancel ID`.
     Sessions(crate::runs_cmd::SessionsArgs),
 }
 
@@ -51,6 +56,16 @@ pub struct ConfigArgs {
     /// An `mcp.json` whose `mcpServers` are merged in (the config wins on a name clash).
     #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
     pub mcp: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Also start (or connect to) every upstream a graph calls and check that each `mcp`
+    /// node's tool is one of its tools (the error lists the ones it has).
+    #[arg(long)]
+    pub check_upstreams: bool,
 }
 
 #[derive(Args, Debug)]
@@ -113,8 +128,9 @@ pub struct EvalArgs {
 pub enum Command {
     Serve(ServeArgs),
     Run(RunArgs),
-    Validate(ConfigArgs),
+    Validate(ValidateArgs),
     Eval(EvalArgs),
+    Migrate(crate::migrate::MigrateArgs),
     Schema,
     Upstream(crate::upstream_cmd::UpstreamCmd),
     Runs(crate::runs_cmd::RunsArgs),
@@ -129,6 +145,7 @@ impl Cli {
             (Some(Sub::Validate(a)), _) => Ok(Command::Validate(a)),
             (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
             (Some(Sub::Schema), _) => Ok(Command::Schema),
+            (Some(Sub::Migrate(a)), _) => Ok(Command::Migrate(a)),
             (Some(Sub::Upstream(a)), _) => Ok(Command::Upstream(a)),
             (Some(Sub::Runs(a)), _) => Ok(Command::Runs(a)),
             (Some(Sub::Sessions(a)), _) => Ok(Command::Sessions(a)),

@@ -9,10 +9,7 @@ use crate::cli::{EvalArgs, json_arg};
 /// `mcpflow eval`: one JSONata expression or JSON Logic rule, result JSON on stdout.
 pub fn eval(args: EvalArgs) -> ExitCode {
     match evaluate(&args) {
-        Ok(Some(v)) => {
-            println!("{v}");
-            ExitCode::SUCCESS
-        }
+        Ok(Some(v)) => crate::output::emit(&v.to_string(), ExitCode::SUCCESS),
         // JSONata's undefined has no JSON form: print nothing, as jsonata-js's CLI does.
         Ok(None) => ExitCode::SUCCESS,
         Err(e) => {

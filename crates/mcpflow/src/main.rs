@@ -12,6 +12,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli;
 mod eval;
 mod load;
+mod migrate;
+mod output;
 mod run;
 mod runs_cmd;
 mod serve;
@@ -45,18 +47,13 @@ fn main() -> ExitCode {
         match command {
             Command::Serve(args) => serve::serve(args).await,
             Command::Run(args) => run::run(args).await,
-            Command::Validate(args) => load::validate(args),
+            Command::Validate(args) => load::validate(args).await,
             Command::Eval(args) => eval::eval(args),
+            Command::Migrate(args) => migrate::migrate(args),
             Command::Upstream(command) => upstream_cmd::upstream(command).await,
             Command::Runs(args) => runs_cmd::runs(args).await,
             Command::Sessions(args) => runs_cmd::sessions(args).await,
-            Command::Schema => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&mcpflow_config::schema()).unwrap_or_default()
-                );
-                ExitCode::SUCCESS
-            }
+            Command::Schema => output::json(&mcpflow_config::schema(), ExitCode::SUCCESS),
         }
     })
 }

@@ -1,7 +1,13 @@
-//! `mcpflow run`: one run of one tool from the command line, its result on stdout.
+//! `mcpflow run` and `mcpflow sessions continue`: one run (or the rest of a waiting one), its
+//! result (and history) as JSON on stdout, judged as `serve` judges it: arguments against the
+//! tool's `inputSchema`, the result against its `outputSchema`, runs kept in the store.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
+use mcpflow_engine::{Engine, Run, SchemaValidator};
+use mcpflow_store::Store;
 use serde_json::json;
 
 use crate::cli::{ConfigArgs, RunArgs, json_arg};
@@ -46,46 +52,92 @@ pub async fn run(args: RunArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    if let Err(e) =
-        crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None)).await
+    let graph = graph.clone();
+    let store = match crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None))
+        .await
     {
-        eprintln!("mcpflow: {e}");
-        return ExitCode::FAILURE;
-    }
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let run = engine
         .run(mcpflow_engine::RunRequest::new(args.tool.as_str(), input))
         .await;
+    settle(&engine, store, &run).await;
+    report(&run, graph.output_validator(), args.history)
+}
+
+/// Ends a one-shot command's engine: the upstreams stopped, and the run's record in the store.
+///
+/// The engine records a run of a tool that cannot wait on a task of its own, after the run
+/// returns (`Durability::save_plain`), and offers no way to await it; a process that exits at
+/// once would drop the task and the record with it. So wait, boundedly, until the store has it.
+pub async fn settle(engine: &Engine, store: Option<Arc<dyn Store>>, run: &Run) {
     engine.pool().shutdown().await;
-    let code = match run.error() {
-        None => ExitCode::SUCCESS,
-        Some(e) => {
-            eprintln!("mcpflow: tool `{}` failed: {e}", args.tool);
-            ExitCode::FAILURE
+    let Some(store) = store else { return };
+    if run.waiting().is_none() {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while store.get_run(&run.id).await.is_err() {
+            if tokio::time::Instant::now() >= deadline {
+                eprintln!(
+                    "mcpflow: warning: run {} was not recorded in the store within 10 s",
+                    run.id
+                );
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-    };
-    // A run that waits prints its session handle, as a tool call would answer it.
+    }
+    store.close().await;
+}
+
+/// Prints a run as `serve` would answer it and gives its exit code: 0 for a result (or a
+/// waiting handle: the run is not over), 1 for a failure or a result that breaks the tool's
+/// `outputSchema` (over MCP that is an error too).
+pub fn report(run: &Run, output: Option<&SchemaValidator>, history: bool) -> ExitCode {
+    let mut message = run
+        .error()
+        .map(|e| format!("tool `{}` failed: {e}", run.tool));
+    let mut error = run.error().map(|e| json!(e));
+    // A run that waits prints its session handle, as a tool call would answer it; the handle
+    // is not the tool's result, so the outputSchema does not judge it.
     let result = match run.waiting() {
         Some(w) => Some(w.to_json()),
         None => run.output().map(|v| v.to_json()),
     };
-    let out = if args.history {
+    if run.waiting().is_none()
+        && let (Some(validator), Some(value)) = (output, &result)
+        && let Err(errors) = validator.check(value)
+    {
+        let text = format!(
+            "tool `{}` produced a result that does not match its outputSchema: {}",
+            run.tool,
+            errors.join("; ")
+        );
+        error = Some(json!(text));
+        message = Some(text);
+    }
+    let code = match &message {
+        None => ExitCode::SUCCESS,
+        Some(e) => {
+            eprintln!("mcpflow: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    let out = if history {
         let mut o = json!({"result": result, "history": run.history});
-        if let Some(e) = run.error() {
-            o["error"] = json!(e);
+        if let Some(e) = &error {
+            o["error"] = e.clone();
         }
         o
     } else {
         match result {
-            Some(v) => v,
-            None => return code,
+            // A result the outputSchema refuses is not printed as if it were the answer.
+            Some(v) if error.is_none() => v,
+            _ => return code,
         }
     };
-    match serde_json::to_string_pretty(&out) {
-        Ok(s) => println!("{s}"),
-        Err(e) => {
-            eprintln!("mcpflow: cannot print the result: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    code
+    crate::output::json(&out, code)
 }

@@ -1,5 +1,6 @@
-//! `mcpflow runs list|show ID|stats` and `mcpflow sessions list|show ID|cancel ID`: read (and
-//! for a cancel, change) the store, as JSON with `--json` or as a table.
+//! `mcpflow runs list|show ID|stats` and `mcpflow sessions list|show ID|cancel ID|continue ID`:
+//! read (and for a cancel, change) the store, as JSON with `--json` or as a table; a continue
+//! runs the rest of the session's run with the config's graph, as `NAME_continue` would.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,6 +75,21 @@ pub enum SessionsCmd {
     Show { id: String },
     /// Cancels a waiting session and its run.
     Cancel { id: String },
+    /// Continues a waiting session with INPUT (needs --config: the rest of the run is that
+    /// config's graph) and prints the result, or the next waiting handle, as `run` does.
+    Continue {
+        /// The session's id: `sessionId` of the waiting handle `run` or a tool call printed.
+        id: String,
+        /// The input the await node asks for, as a JSON object (`@file.json` reads a file).
+        #[arg(long, value_name = "JSON")]
+        input: String,
+        /// An `mcp.json` whose `mcpServers` are merged in.
+        #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
+        mcp: Option<PathBuf>,
+        /// Print `{"result": …, "history": […]}` instead of the result alone.
+        #[arg(long)]
+        history: bool,
+    },
 }
 
 async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, String> {
@@ -113,35 +129,37 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 }
 
 fn print_json(v: &impl serde::Serialize) -> ExitCode {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => {
-            println!("{s}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(e),
-    }
+    crate::output::json(v, ExitCode::SUCCESS)
 }
 
-/// Left-aligned columns, two spaces apart.
-fn print_table(header: &[&str], rows: &[Vec<String>]) {
+/// Prints lines built whole first, so a reader that goes away stops one write, not many.
+fn print_lines(text: &str) -> ExitCode {
+    crate::output::emit(text.trim_end_matches('\n'), ExitCode::SUCCESS)
+}
+
+/// Left-aligned columns, two spaces apart, one line each (the last ends with a newline).
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<String>| {
+    let mut out = String::new();
+    let mut line = |cells: Vec<String>| {
         let parts: Vec<String> = cells
             .iter()
             .zip(&widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
-        println!("{}", parts.join("  ").trim_end());
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
     };
     line(header.iter().map(|h| (*h).to_owned()).collect());
     for row in rows {
         line(row.clone());
     }
+    out
 }
 
 fn time(ms: Option<i64>) -> String {
@@ -189,8 +207,7 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
                             ]
                         })
                         .collect();
-                    print_table(&["ID", "TOOL", "STATUS", "STARTED", "TOOK"], &rows);
-                    ExitCode::SUCCESS
+                    print_lines(&table(&["ID", "TOOL", "STATUS", "STARTED", "TOOK"], &rows))
                 }
                 Err(e) => fail(e),
             }
@@ -207,19 +224,19 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
             if json {
                 print_json(&json!({"run": run, "history": records}))
             } else {
-                println!(
-                    "run {}  tool {}  status {}  config {}",
+                let mut out = format!(
+                    "run {}  tool {}  status {}  config {}\nargs: {}\n",
                     run.summary.id,
                     run.summary.tool,
                     run.summary.status,
-                    run.summary.config_version
+                    run.summary.config_version,
+                    run.args
                 );
-                println!("args: {}", run.args);
                 if let Some(r) = &run.result {
-                    println!("result: {r}");
+                    out.push_str(&format!("result: {r}\n"));
                 }
                 if let Some(e) = &run.error {
-                    println!("error: {e}");
+                    out.push_str(&format!("error: {e}\n"));
                 }
                 let rows: Vec<Vec<String>> = records
                     .iter()
@@ -237,8 +254,11 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
                         ]
                     })
                     .collect();
-                print_table(&["#", "NODE", "TYPE", "MS", "OUTPUT / ERROR"], &rows);
-                ExitCode::SUCCESS
+                out.push_str(&table(
+                    &["#", "NODE", "TYPE", "MS", "OUTPUT / ERROR"],
+                    &rows,
+                ));
+                print_lines(&out)
             }
         }
         RunsCmd::Stats => match store.run_stats().await {
@@ -263,17 +283,17 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
                         ]
                     })
                     .collect();
-                print_table(&["TOOL", "STATUS", "COUNT", "MEAN MS", "MAX MS"], &rows);
+                let mut out = table(&["TOOL", "STATUS", "COUNT", "MEAN MS", "MAX MS"], &rows);
                 if let Ok(f) = store.footprint().await {
-                    println!(
+                    out.push_str(&format!(
                         "store: {} bytes (runs {}, records {}, sessions {})",
                         f.total(),
                         f.runs_bytes,
                         f.records_bytes,
                         f.sessions_bytes
-                    );
+                    ));
                 }
-                ExitCode::SUCCESS
+                print_lines(&out)
             }
             Err(e) => fail(e),
         },
@@ -291,6 +311,15 @@ fn short(s: &str) -> String {
 }
 
 pub async fn sessions(args: SessionsArgs) -> ExitCode {
+    if let SessionsCmd::Continue {
+        id,
+        input,
+        mcp,
+        history,
+    } = &args.command
+    {
+        return continue_session(&args.store, id, input, mcp.clone(), *history).await;
+    }
     let store = match open(&args.store).await {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -324,37 +353,89 @@ pub async fn sessions(args: SessionsArgs) -> ExitCode {
                             ]
                         })
                         .collect();
-                    print_table(
+                    print_lines(&table(
                         &["ID", "TOOL", "STATUS", "AT NODE", "CREATED", "EXPIRES IN"],
                         &rows,
-                    );
-                    ExitCode::SUCCESS
+                    ))
                 }
                 Err(e) => fail(e),
             }
         }
         SessionsCmd::Show { id } => match store.get_session(&id).await {
             Ok(s) if json => print_json(&s),
-            Ok(s) => {
-                println!(
-                    "session {}  tool {}  run {}  status {}  at node {}",
-                    s.id, s.tool, s.run_id, s.status, s.node_id
-                );
-                println!("state: {}", s.state);
-                println!("inputSchema: {}", s.input_schema);
-                ExitCode::SUCCESS
-            }
+            Ok(s) => print_lines(&format!(
+                "session {}  tool {}  run {}  status {}  at node {}\nstate: {}\ninputSchema: {}",
+                s.id, s.tool, s.run_id, s.status, s.node_id, s.state, s.input_schema
+            )),
             Err(e) => fail(e),
         },
         SessionsCmd::Cancel { id } => match store.cancel_session(&id, now_ms()).await {
             Ok(s) if json => print_json(&s),
-            Ok(s) => {
-                println!("session {} cancelled (run {})", s.id, s.run_id);
-                ExitCode::SUCCESS
-            }
+            Ok(s) => print_lines(&format!("session {} cancelled (run {})", s.id, s.run_id)),
             Err(e) => fail(e),
         },
+        SessionsCmd::Continue { .. } => ExitCode::from(2),
     };
     store.close().await;
     code
+}
+
+/// `mcpflow sessions continue ID --input JSON --config CONFIG`.
+async fn continue_session(
+    args: &StoreArgs,
+    id: &str,
+    input: &str,
+    mcp: Option<PathBuf>,
+    history: bool,
+) -> ExitCode {
+    let Some(config) = &args.config else {
+        eprintln!(
+            "mcpflow: sessions continue needs --config CONFIG: the rest of the run is that \
+             config's graph"
+        );
+        return ExitCode::from(2);
+    };
+    let input = match crate::cli::json_arg("--input", input) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("mcpflow: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = crate::cli::ConfigArgs {
+        config: config.clone(),
+        mcp,
+    };
+    let (loaded, engine) = match crate::load::load(&config) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let owner = crate::state::owner(None);
+    let store = match crate::state::attach(&engine, &loaded, &args.state, owner).await {
+        Ok(Some(store)) => store,
+        Ok(None) => return fail("no store: give --store or --state, or a config whose tools wait"),
+        Err(e) => return fail(e),
+    };
+    let tool = match store.get_session(id).await {
+        Ok(session) => session.tool,
+        Err(e) => {
+            store.close().await;
+            return fail(e);
+        }
+    };
+    // The engine compiled every tool's schemas at load.
+    let graph = engine.graph(&tool).cloned();
+    let output = graph.as_ref().and_then(|g| g.output_validator());
+    let request = mcpflow_engine::RunRequest::new(tool.as_str(), input);
+    match engine.continue_session(request, id).await {
+        Ok(run) => {
+            crate::run::settle(&engine, Some(store), &run).await;
+            crate::run::report(&run, output, history)
+        }
+        Err(e) => {
+            engine.pool().shutdown().await;
+            store.close().await;
+            fail(e)
+        }
+    }
 }

@@ -74,6 +74,34 @@ fn file_utils_through_run() {
     assert_eq!(stdout_json(&out), json!({"totalSize": 1387}));
 }
 
+/// The README's first example with an upstream: server-filesystem asks for `roots/list` as it
+/// starts; mcpflow answers it, so a clean run says nothing on stderr (it used to warn that
+/// the request was not relayed).
+#[test]
+fn the_files_example_runs_without_a_word_on_stderr() {
+    assert!(
+        npx_present(),
+        "this test needs node and npx (server-filesystem comes from npm)"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    std::fs::write(dir.path().join("a.txt"), "a").expect("write");
+    let files = common::repo_example("files.yaml");
+    let out = cli(
+        &[
+            "run",
+            files.to_str().expect("utf-8"),
+            "count_files",
+            "--args",
+            r#"{"directory": "."}"#,
+        ],
+        Some(dir.path()),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out), json!({"files": 1, "directories": 1}));
+    assert_eq!(stderr(&out), "", "a clean run prints nothing on stderr");
+}
+
 #[tokio::test]
 async fn file_utils_over_mcp() {
     assert!(

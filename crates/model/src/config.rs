@@ -134,6 +134,13 @@ pub struct StdioServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// What mcpflow answers when this server asks its client for `roots/list` and no client
+    /// of a forwarded call is there to ask (a graph's `mcp` node, the server's own start):
+    /// directories (relative ones resolve against the config file's directory) or `file://`
+    /// URIs. Default: none, an empty list, so the server keeps the directories its own
+    /// arguments give it (`server-filesystem` replaces those with any roots it is given).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -163,6 +170,13 @@ pub struct RemoteServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub connect_timeout_ms: Option<u64>,
+    /// What mcpflow answers when this server asks its client for `roots/list` and no client
+    /// of a forwarded call is there to ask (a graph's `mcp` node, the server's own start):
+    /// directories (relative ones resolve against the config file's directory) or `file://`
+    /// URIs. Default: none, an empty list, so the server keeps the directories its own
+    /// arguments give it (`server-filesystem` replaces those with any roots it is given).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

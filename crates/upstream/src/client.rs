@@ -17,7 +17,7 @@ use rmcp::model::{
 )]
 use rmcp::model::{
     CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ListRootsRequest,
-    ListRootsResult,
+    ListRootsResult, Root,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ClientHandler, ErrorData, RoleClient};
@@ -94,10 +94,17 @@ impl ClientHandler for ClientEvents {
         answer_as("elicitation/create", answer)
     }
 
+    /// The roots of the client whose call the request belongs to, when it has any; else
+    /// mcpflow answers as a client itself, with the server's configured `roots` (none by
+    /// default), so a server asking at its start (server-filesystem does) gets an answer.
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
+        if !self.relay.client_has_roots(&context) {
+            let roots = self.relay.own_roots().iter().map(Root::new).collect();
+            return Ok(ListRootsResult::new(roots));
+        }
         let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
         let answer = self.relay.relay(&self.server, request, &context).await?;
         answer_as("roots/list", answer)

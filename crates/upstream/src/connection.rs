@@ -78,6 +78,7 @@ impl Connection {
         timeout: Duration,
         stderr: Arc<StderrTail>,
         inbound: Arc<Inbound>,
+        roots: Arc<[String]>,
     ) -> Result<Connection, UpstreamError> {
         let Spawned {
             process,
@@ -88,7 +89,7 @@ impl Connection {
             command: spec.display.clone(),
             reason: spawn_failure(&error),
         })?;
-        let relay = Arc::new(Relay::default());
+        let relay = Arc::new(Relay::with_roots(roots));
         let transport = Ordered::new(AsyncRwTransport::new_client(stdout, stdin), inbound.clone());
         let handshake = ClientEvents::new(server.clone(), relay.clone()).serve(transport);
         let service = match tokio::time::timeout(timeout, handshake).await {
@@ -128,8 +129,9 @@ impl Connection {
         spec: &RemoteSpec,
         timeout: Duration,
         inbound: Arc<Inbound>,
+        roots: Arc<[String]>,
     ) -> Result<Connection, UpstreamError> {
-        let relay = Arc::new(Relay::default());
+        let relay = Arc::new(Relay::with_roots(roots));
         let events = || ClientEvents::new(server.clone(), relay.clone());
         let handshake = spec.handshake(events, &inbound, timeout);
         let service = match tokio::time::timeout(timeout, handshake).await {
@@ -442,7 +444,9 @@ fn describe_send_failure(error: &rmcp::transport::DynamicTransportError) -> (Str
         .error
         .downcast_ref::<StreamableHttpError<reqwest::Error>>()
     {
-        Some(StreamableHttpError::Client(error)) => (with_causes(error), error.is_connect()),
+        Some(StreamableHttpError::Client(error)) => {
+            (crate::cause::explain(error), error.is_connect())
+        }
         // A 4xx answer to a request within a session means the server refused it unprocessed
         // (typically: it no longer knows the session and its error carries no request id).
         Some(StreamableHttpError::UnexpectedServerResponse(text))

@@ -25,7 +25,11 @@ pub enum UpstreamError {
         reason: String,
     },
 
-    #[error("upstream `{server}` (`{command}`) failed to start: {reason}{}", tail(.stderr_tail))]
+    #[error(
+        "upstream `{server}` (`{command}`) failed to start: {reason}{}; check its `args` and \
+         `env` by running the command in a shell",
+        tail(.stderr_tail)
+    )]
     Start {
         server: String,
         command: String,
@@ -100,10 +104,7 @@ pub enum UpstreamError {
 
     /// A remote upstream could not be connected to: bad URL or headers, refused connection,
     /// HTTP error, or a failed handshake. `url` never carries credentials or a query string.
-    #[error(
-        "upstream `{server}` ({url}) could not be connected: {reason}; check the URL, that the \
-         server is running and speaks MCP over this `type`, and its `headers`"
-    )]
+    #[error("upstream `{server}` ({url}) could not be connected: {reason}{}", check(.reason))]
     Unreachable {
         server: String,
         url: String,
@@ -174,14 +175,42 @@ impl UpstreamError {
     }
 }
 
-/// Renders a stderr tail as the end of an error message.
+/// The general advice for a remote upstream, unless the reason already says what to check.
+fn check(reason: &str) -> &'static str {
+    if reason.contains("; check") {
+        ""
+    } else {
+        "; check the URL, that the server is running and speaks MCP over this `type`, and its \
+         `headers`"
+    }
+}
+
+/// How many of the last stderr lines an error message carries, and how long each may be.
+const TAIL_LINES: usize = 3;
+const TAIL_LINE_CHARS: usize = 200;
+
+/// Renders a stderr tail as the end of an error message, on the message's one line: the last
+/// few non-blank lines, ` | ` between them (the whole tail stays in `stderr_tail`).
 fn tail(stderr_tail: &str) -> String {
-    if stderr_tail.trim().is_empty() {
+    let lines: Vec<&str> = stderr_tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
         return "; it wrote nothing to stderr".to_string();
     }
-    let mut out = String::from("; its stderr ended with:");
-    for line in stderr_tail.lines() {
-        let _ = write!(out, "\n  | {line}");
+    let mut out = String::from("; its stderr ended with: ");
+    let shown = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+    for (i, line) in shown.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" | ");
+        }
+        let cut: String = line.chars().take(TAIL_LINE_CHARS).collect();
+        let _ = write!(out, "{cut}");
+        if cut.len() < line.len() {
+            out.push('…');
+        }
     }
     out
 }

@@ -55,10 +55,12 @@ impl LegacySseTransport {
             .header(ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| format!("GET of the SSE stream failed: {}", describe(e)))?;
+            .map_err(|e| crate::cause::explain(&e))?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("GET of the SSE stream answered HTTP {status}"));
+            return Err(crate::cause::explain_text(&format!(
+                "GET of the SSE stream answered HTTP {status}"
+            )));
         }
         let content_type = response
             .headers()

@@ -60,6 +60,7 @@
 
 mod cancel;
 mod catalog;
+mod cause;
 mod changes;
 mod client;
 mod connection;

@@ -41,11 +41,14 @@ pub trait Caller: Send + Sync + 'static {
     fn ask(&self, request: ServerRequest) -> BoxFuture<'static, Result<ClientResult, ErrorData>>;
 }
 
-/// The calls in flight on one connection.
+/// The calls in flight on one connection, and the roots mcpflow itself answers with.
 #[derive(Default)]
 pub(crate) struct Relay {
     calls: Mutex<Vec<Call>>,
     next: AtomicU64,
+    /// The configured roots as URIs (`roots` of the server's entry), for a `roots/list` no
+    /// client can answer.
+    roots: Arc<[String]>,
 }
 
 struct Call {
@@ -90,6 +93,26 @@ struct Target {
 }
 
 impl Relay {
+    pub fn with_roots(roots: Arc<[String]>) -> Relay {
+        Relay {
+            roots,
+            ..Relay::default()
+        }
+    }
+
+    /// The roots mcpflow answers with itself.
+    pub fn own_roots(&self) -> &[String] {
+        &self.roots
+    }
+
+    /// Whether a request that arrived with `context` belongs to a client's call and that client
+    /// declared `roots`: then the client answers `roots/list`, else mcpflow does.
+    pub fn client_has_roots(&self, context: &RequestContext<RoleClient>) -> bool {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        self.target(origin)
+            .is_ok_and(|t| t.caller.capabilities().is_some_and(|c| c.roots.is_some()))
+    }
+
     /// Counts a call in flight until the guard drops; `timeout` is the call's own.
     pub fn enter(self: &Arc<Self>, caller: Option<Arc<dyn Caller>>, timeout: Duration) -> InFlight {
         let key = self.next.fetch_add(1, Ordering::Relaxed);

@@ -201,8 +201,11 @@ impl RemoteSpec {
                 error.message, error.code.0
             ),
             ClientInitializeError::ConnectionClosed(_) => {
-                "the connection closed before the handshake completed".to_string()
+                "the connection closed before the handshake completed; check the URL and that \
+                 the server speaks MCP over this `type`"
+                    .to_string()
             }
+            ClientInitializeError::TransportError { error, .. } => crate::cause::explain(error),
             other => other.to_string(),
         };
         self.scrub(&reason)

@@ -27,6 +27,8 @@ const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(8);
 pub(crate) struct Upstream {
     pub(crate) name: Arc<str>,
     transport: Transport,
+    /// What mcpflow answers to this server's `roots/list` when no client can (as URIs).
+    roots: Arc<[String]>,
     /// One request's deadline, unless its caller sets another.
     pub(crate) call_timeout: Duration,
     connect_timeout: Duration,
@@ -66,6 +68,11 @@ impl Upstream {
         options: PoolOptions,
         feeds: Arc<Feeds>,
     ) -> Upstream {
+        let roots = match server {
+            McpServer::Stdio(stdio) => &stdio.roots,
+            McpServer::Remote(remote) => &remote.roots,
+        };
+        let roots = roots.iter().map(|root| root_uri(root, base_dir)).collect();
         let (transport, timeout_ms, connect_timeout) = match server {
             McpServer::Stdio(stdio) => {
                 let cwd = stdio.cwd.as_ref().map(|cwd| base_dir.join(cwd));
@@ -98,6 +105,7 @@ impl Upstream {
         Upstream {
             name: name.into(),
             transport,
+            roots,
             call_timeout: timeout_ms.map_or(options.call_timeout, Duration::from_millis),
             connect_timeout: connect_timeout.unwrap_or(options.connect_timeout),
             options,
@@ -197,10 +205,21 @@ impl Upstream {
             Transport::Stdio(spec) => {
                 let stderr = Arc::new(StderrTail::default());
                 *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
-                Connection::connect(&self.name, spec, self.connect_timeout, stderr, inbound).await
+                let roots = self.roots.clone();
+                Connection::connect(
+                    &self.name,
+                    spec,
+                    self.connect_timeout,
+                    stderr,
+                    inbound,
+                    roots,
+                )
+                .await
             }
             Transport::Remote(spec) => {
-                Connection::connect_remote(&self.name, spec, self.connect_timeout, inbound).await
+                let roots = self.roots.clone();
+                Connection::connect_remote(&self.name, spec, self.connect_timeout, inbound, roots)
+                    .await
             }
         };
         self.attempts.fetch_add(1, Ordering::Release);
@@ -251,6 +270,18 @@ fn display_command(command: &str, args: &[String]) -> String {
         .map(quote)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A configured root as a URI: a URI as written, a path as a `file://` URI of it resolved
+/// against the config file's directory.
+fn root_uri(root: &str, base_dir: &Path) -> String {
+    if root.contains("://") {
+        return root.to_owned();
+    }
+    let path = base_dir.join(root);
+    let path = std::path::absolute(&path).unwrap_or(path);
+    reqwest::Url::from_file_path(&path)
+        .map_or_else(|()| format!("file://{}", path.display()), String::from)
 }
 
 #[cfg(test)]
