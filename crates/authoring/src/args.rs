@@ -40,7 +40,10 @@ impl<'a> Args<'a> {
                 None if spec.params.is_empty() => " (this tool takes no arguments)".to_owned(),
                 None => format!(
                     " (the parameters are: {})",
-                    names().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    names()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             };
             problems.push(format!("unknown parameter `{key}`{hint}"));

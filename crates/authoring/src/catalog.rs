@@ -67,7 +67,16 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "transform",
         summary: "Computes a value with a JSONata expression over the context {nodeId: output}: reshape, filter, aggregate, build the result.",
-        aliases: &["jsonata", "expression", "expr", "compute", "set", "assign", "datatransformation", "map"],
+        aliases: &[
+            "jsonata",
+            "expression",
+            "expr",
+            "compute",
+            "set",
+            "assign",
+            "datatransformation",
+            "map",
+        ],
         examples: &[Example {
             title: "Totals of an order",
             definition: "name: totals\ninputSchema:\n  type: object\n  properties:\n    items: {type: array, items: {type: object}}\nnodes:\n  - id: entry\n    type: entry\n    next: sum\n  - id: sum\n    type: transform\n    transform:\n      expr: '{\"total\": $sum(entry.items.(price * qty)), \"lines\": $count(entry.items)}'\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -80,7 +89,16 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "mcp",
         summary: "Calls a tool of an upstream MCP server (`server` from mcpServers, `tool`, `args` with {expr} templates); its output is the tool's structuredContent, else its text parsed as JSON, else the text.",
-        aliases: &["tool", "mcptool", "calltool", "upstream", "action", "httprequest", "externalaction", "api"],
+        aliases: &[
+            "tool",
+            "mcptool",
+            "calltool",
+            "upstream",
+            "action",
+            "httprequest",
+            "externalaction",
+            "api",
+        ],
         examples: &[Example {
             title: "Call `echo` of the server `demo` (any server of mcpServers whose `echo` answers its arguments) and reshape the answer",
             definition: "name: greet\ninputSchema:\n  type: object\n  properties:\n    who: {type: string}\nnodes:\n  - id: entry\n    type: entry\n    next: call\n  - id: call\n    type: mcp\n    server: demo\n    tool: echo\n    args:\n      greeting: hello\n      name: {expr: entry.who}\n    next: shape\n  - id: shape\n    type: transform\n    transform:\n      expr: '{\"text\": call.greeting & \", \" & call.name}'\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -93,7 +111,18 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "switch",
         summary: "Routes the run: tries `conditions` (JSON Logic rules) in order and goes to the `next` of the first that holds, else to its own `next`.",
-        aliases: &["if", "ifelse", "condition", "conditional", "branch", "router", "route", "case", "decision", "filter"],
+        aliases: &[
+            "if",
+            "ifelse",
+            "condition",
+            "conditional",
+            "branch",
+            "router",
+            "route",
+            "case",
+            "decision",
+            "filter",
+        ],
         examples: &[Example {
             title: "Pick a branch by a number",
             definition: "name: size\ninputSchema: {type: object, properties: {n: {type: number}}}\nnodes:\n  - id: entry\n    type: entry\n    next: route\n  - id: route\n    type: switch\n    conditions:\n      - rule: {\">\": [{var: entry.n}, 100]}\n        next: big\n    next: small\n  - id: big\n    type: transform\n    transform: {expr: '{\"size\": \"big\"}'}\n    next: exit\n  - id: small\n    type: transform\n    transform: {expr: '{\"size\": \"small\", \"n\": entry.n}'}\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -119,7 +148,9 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "foreach",
         summary: "Runs a `body` chain for every item of the array `items` (JSONata), several at a time; inside, $.<foreach id> is {item, index}; its output is the body's results in order.",
-        aliases: &["loop", "each", "for", "iterate", "mapitems", "batch", "forall"],
+        aliases: &[
+            "loop", "each", "for", "iterate", "mapitems", "batch", "forall",
+        ],
         examples: &[Example {
             title: "Square every number",
             definition: "name: squares\ninputSchema: {type: object, properties: {values: {type: array}}}\nnodes:\n  - id: entry\n    type: entry\n    next: each\n  - id: each\n    type: foreach\n    items: entry.values\n    body: square\n    next: done\n  - id: square\n    type: transform\n    transform: {expr: 'each.item * each.item'}\n    next: each\n  - id: done\n    type: transform\n    transform: {expr: '{\"squares\": each}'}\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -132,7 +163,14 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "call",
         summary: "Runs another graph tool of this config (`tool`, with `args` as in an mcp node) as a sub-run; its output is that tool's result.",
-        aliases: &["subgraph", "subtool", "subworkflow", "invoke", "run", "graph"],
+        aliases: &[
+            "subgraph",
+            "subtool",
+            "subworkflow",
+            "invoke",
+            "run",
+            "graph",
+        ],
         examples: &[Example {
             title: "Reuse the saved tool `double` twice",
             definition: "name: quadruple\ninputSchema: {type: object, properties: {n: {type: number}}, required: [n]}\nnodes:\n  - id: entry\n    type: entry\n    next: once\n  - id: once\n    type: call\n    tool: double\n    args: {n: {expr: entry.n}}\n    next: twice\n  - id: twice\n    type: call\n    tool: double\n    args: {n: {expr: once.result}}\n    next: shape\n  - id: shape\n    type: transform\n    transform: {expr: '{\"result\": twice.result}'}\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -145,7 +183,16 @@ pub(crate) static NODE_TYPES: &[NodeType] = &[
     NodeType {
         name: "await",
         summary: "Pauses the run until the client sends input (checked against `inputSchema`): the call answers a session to continue with <tool>_continue; the input becomes this node's output. Needs a store.",
-        aliases: &["wait", "pause", "ask", "human", "humanintheloop", "approval", "elicit", "prompt"],
+        aliases: &[
+            "wait",
+            "pause",
+            "ask",
+            "human",
+            "humanintheloop",
+            "approval",
+            "elicit",
+            "prompt",
+        ],
         examples: &[Example {
             title: "Ask for approval, then answer with the decision",
             definition: "name: approve\ninputSchema: {type: object, properties: {amount: {type: number}}}\nnodes:\n  - id: entry\n    type: entry\n    next: ask\n  - id: ask\n    type: await\n    message: {expr: '\"Approve a payment of \" & $string(entry.amount) & \"?\"'}\n    inputSchema:\n      type: object\n      properties: {approved: {type: boolean}}\n      required: [approved]\n    next: done\n  - id: done\n    type: transform\n    transform: {expr: '{\"approved\": ask.approved, \"amount\": entry.amount}'}\n    next: exit\n  - id: exit\n    type: exit\n",
@@ -200,7 +247,10 @@ pub(crate) fn resolve(name: &str) -> Resolved {
     if let Some(t) = NODE_TYPES.iter().find(|t| t.name == key) {
         return corrected(t, "node types are lower case, without a _NODE suffix");
     }
-    if let Some(t) = NODE_TYPES.iter().find(|t| t.aliases.contains(&key.as_str())) {
+    if let Some(t) = NODE_TYPES
+        .iter()
+        .find(|t| t.aliases.contains(&key.as_str()))
+    {
         return corrected(t, "that is what mcpflow calls this kind of node");
     }
     let names = NODE_TYPES.iter().map(|t| t.name);
@@ -211,7 +261,11 @@ pub(crate) fn resolve(name: &str) -> Resolved {
     }
     Resolved::Unknown(format!(
         "\"{name}\" is not a node type, nor close to one; the types are: {}",
-        NODE_TYPES.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+        NODE_TYPES
+            .iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     ))
 }
 
@@ -263,11 +317,10 @@ pub(crate) fn types(args: &Args<'_>) -> Answer {
     // A filter that names a type the model half-knows ("IF") still finds it.
     if listed.is_empty()
         && let Some(f) = args.str("filter")
+        && let Some(t) = found(resolve(f), &mut warnings)
     {
-        if let Some(t) = found(resolve(f), &mut warnings) {
-            let (_, required) = fields(t.name);
-            listed.push(json!({"type": t.name, "does": t.summary, "requiredFields": required}));
-        }
+        let (_, required) = fields(t.name);
+        listed.push(json!({"type": t.name, "does": t.summary, "requiredFields": required}));
     }
     let mut out = json!({
         "types": listed,
@@ -362,7 +415,7 @@ pub(crate) fn node_schema(name: &str) -> Option<Value> {
     let root = mcpflow_model::schema();
     let variant = variant(root, name)?;
     let mut refs = BTreeSet::new();
-    collect_refs(root, &variant, &mut refs);
+    collect_refs(root, variant, &mut refs);
     let mut out = variant.clone();
     if let Some(map) = out.as_object_mut() {
         map.insert(
@@ -487,7 +540,12 @@ fn type_of(root: &Value, schema: &Value) -> Value {
         let name = r.trim_start_matches("#/$defs/");
         return match root["$defs"].get(name) {
             Some(def) if def.get("enum").is_some() => json!({"oneOf": def["enum"]}),
-            Some(def) if def.get("oneOf").is_some_and(|o| o.as_array().is_some_and(|a| a.iter().all(|v| v.get("const").is_some()))) => {
+            Some(def)
+                if def.get("oneOf").is_some_and(|o| {
+                    o.as_array()
+                        .is_some_and(|a| a.iter().all(|v| v.get("const").is_some()))
+                }) =>
+            {
                 json!({"oneOf": def["oneOf"].as_array().map(|a| a.iter().map(|v| v["const"].clone()).collect::<Vec<_>>())})
             }
             Some(def) => def.get("type").cloned().unwrap_or_else(|| json!(name)),

@@ -34,20 +34,13 @@ pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, 
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
     };
     let pool = served.engine.pool().clone();
-    let read = mcpflow_config::Loader::new().read_tool(
-        &served.config,
-        &served.base_dir,
-        &text,
-        SUBMITTED,
-    );
+    let read =
+        mcpflow_config::Loader::new().read_tool(&served.config, &served.base_dir, &text, SUBMITTED);
     let (draft, index) = match read {
         Ok(x) => x,
         Err(e) => return Err(e.errors.iter().map(|e| problem(e, None)).collect()),
     };
-    let compiled = draft.compile(
-        |config, _| Engine::new(config, pool),
-        mcpflow_engine::check,
-    );
+    let compiled = draft.compile(|config, _| Engine::new(config, pool), mcpflow_engine::check);
     let mut problems = Vec::new();
     let name = definition_name(definition, &text);
     if let Some(n) = &name
@@ -113,9 +106,18 @@ fn problem(e: &ConfigError, index: Option<usize>) -> Value {
         Some("") => out["path"] = json!("/"),
         Some(rest) => out["path"] = json!(rest),
         None if e.pointer.is_empty() => out["path"] = json!("/"),
-        None => out["elsewhere"] = json!(format!("{} (in the running config, not in your definition)", e.pointer)),
+        None => {
+            out["elsewhere"] = json!(format!(
+                "{} (in the running config, not in your definition)",
+                e.pointer
+            ))
+        }
     }
-    out["fix"] = json!(e.hint.clone().unwrap_or_else(|| default_fix(&e.pointer, &e.message)));
+    out["fix"] = json!(
+        e.hint
+            .clone()
+            .unwrap_or_else(|| default_fix(&e.pointer, &e.message))
+    );
     if e.file == SUBMITTED && e.line > 0 {
         out["line"] = json!(e.line);
         out["column"] = json!(e.col);
@@ -152,7 +154,10 @@ pub(crate) fn validate(served: &Served, spec: &Spec, args: &Args<'_>) -> Answer 
                 "next": "run it with mcpflow_run_tool {\"definition\": ..., \"arguments\": {...}}",
             });
             if c.replaces {
-                out["replaces"] = json!(format!("a saved tool is named \"{}\"; this definition would replace it", c.name));
+                out["replaces"] = json!(format!(
+                    "a saved tool is named \"{}\"; this definition would replace it",
+                    c.name
+                ));
             }
             if !c.warnings.is_empty() {
                 out["warnings"] = json!(c.warnings);
@@ -166,4 +171,3 @@ pub(crate) fn validate(served: &Served, spec: &Spec, args: &Args<'_>) -> Answer 
         })),
     }
 }
-

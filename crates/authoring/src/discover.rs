@@ -67,7 +67,12 @@ fn known_server<'a>(served: &'a Served, server: &str) -> Result<&'a str, Answer>
     if let Some((name, _)) = served.config.mcp_servers.get_key_value(server) {
         return Ok(name);
     }
-    let names: Vec<&str> = served.config.mcp_servers.keys().map(String::as_str).collect();
+    let names: Vec<&str> = served
+        .config
+        .mcp_servers
+        .keys()
+        .map(String::as_str)
+        .collect();
     let hint = match closest(server, names.iter().copied()) {
         Some(c) => format!("did you mean \"{c}\"?"),
         None if names.is_empty() => "this config declares no upstream servers".to_owned(),
@@ -84,7 +89,12 @@ pub(crate) async fn upstream_tools(served: &Served, args: &Args<'_>) -> Answer {
             Ok(s) => vec![s],
             Err(a) => return a,
         },
-        None => served.config.mcp_servers.keys().map(String::as_str).collect(),
+        None => served
+            .config
+            .mcp_servers
+            .keys()
+            .map(String::as_str)
+            .collect(),
     };
     let pool = served.engine.pool();
     let listed = futures::future::join_all(
@@ -138,7 +148,9 @@ pub(crate) async fn upstream_tool(served: &Served, args: &Args<'_>) -> Answer {
             Some(c) => format!("did you mean \"{c}\"?"),
             None => format!("its tools are: {}", names.join(", ")),
         };
-        return Answer::Refused(format!("upstream \"{server}\" has no tool named \"{tool}\"; {hint}"));
+        return Answer::Refused(format!(
+            "upstream \"{server}\" has no tool named \"{tool}\"; {hint}"
+        ));
     };
     Answer::Ok(json!({
         "server": server,
@@ -201,7 +213,8 @@ pub(crate) fn graph_tools(served: &Served) -> Answer {
     if tools_empty(&out) {
         out["note"] = json!("no graph tools yet: mcpflow_syntax shows how to write one");
     } else {
-        out["next"] = json!("mcpflow_get_graph_tool {\"name\": ...} shows a tool's full definition");
+        out["next"] =
+            json!("mcpflow_get_graph_tool {\"name\": ...} shows a tool's full definition");
     }
     Answer::Ok(out)
 }

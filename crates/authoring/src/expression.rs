@@ -2,7 +2,9 @@
 //! evaluated exactly as a node evaluates it (the engine's expression layer, with the history
 //! functions over the records given), so a model can try each piece before writing a graph.
 
-use mcpflow_expr::{Context, ExprError, Jsonata, Limits, Logic, MemoryHistory, Scope, Template, Value as ExprValue};
+use mcpflow_expr::{
+    Context, ExprError, Jsonata, Limits, Logic, MemoryHistory, Scope, Template, Value as ExprValue,
+};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
@@ -49,7 +51,10 @@ pub(crate) fn answer(spec: &Spec, args: &Args<'_>) -> Answer {
         let problem = if given.is_empty() {
             "give the expression to test: `jsonata` (a string), `logic` (a JSON Logic rule) or `args` (mcp node arguments)".to_owned()
         } else {
-            format!("give exactly one of `jsonata`, `logic` and `args`, not {}", given.join(" and "))
+            format!(
+                "give exactly one of `jsonata`, `logic` and `args`, not {}",
+                given.join(" and ")
+            )
         };
         return Malformed::new(spec, problem).into();
     }
@@ -110,7 +115,9 @@ pub(crate) fn answer(spec: &Spec, args: &Args<'_>) -> Answer {
                     let sent = rendered.unwrap_or_else(|| json!({}));
                     let mut out = json!({"result": sent});
                     if !out["result"].is_object() {
-                        out["warning"] = json!("an mcp node's args must render to an object; this would fail the node");
+                        out["warning"] = json!(
+                            "an mcp node's args must render to an object; this would fail the node"
+                        );
                     }
                     Answer::Ok(out)
                 }

@@ -55,7 +55,7 @@ pub use tools::PREFIX;
 
 use answer::Answer;
 use args::Args;
-use tools::{Spec, SPECS};
+use tools::{SPECS, Spec};
 
 /// What the authoring tools read at call time: the running engine (its compiled graph tools
 /// and its upstream pool), the loaded config it was compiled from, and that config's directory.

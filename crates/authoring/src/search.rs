@@ -13,7 +13,7 @@ use crate::catalog::NODE_TYPES;
 use crate::tools::SEARCH_KINDS;
 
 /// Results below this are noise.
-const MIN_SCORE: u32 = 20;
+const MIN_SCORE: u32 = 25;
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
 
@@ -60,7 +60,9 @@ pub(crate) fn name_score(query: &str, name: &str) -> u32 {
         return 70;
     }
     let words: Vec<&str> = t.split(' ').collect();
-    if q.split(' ').all(|qw| words.iter().any(|w| w.starts_with(qw))) {
+    if q.split(' ')
+        .all(|qw| words.iter().any(|w| w.starts_with(qw)))
+    {
         return 60;
     }
     fuzzy(&q.replace(' ', ""), &t.replace(' ', ""))
@@ -78,7 +80,11 @@ fn fuzzy(q: &str, t: &str) -> u32 {
         0
     };
     let jw = strsim::jaro_winkler(q, t);
-    let close = if jw >= 0.85 { (jw * 50.0).floor() as u32 } else { 0 };
+    let close = if jw >= 0.88 {
+        (jw * 50.0).floor() as u32
+    } else {
+        0
+    };
     subsequence.max(close).min(50)
 }
 
@@ -92,7 +98,9 @@ fn text_score(query: &str, text: &str) -> u32 {
         return 40;
     }
     let words: Vec<&str> = t.split(' ').collect();
-    if q.split(' ').all(|qw| words.iter().any(|w| w.starts_with(qw))) {
+    if q.split(' ')
+        .all(|qw| words.iter().any(|w| w.starts_with(qw)))
+    {
         return 30;
     }
     0
@@ -173,18 +181,20 @@ pub(crate) async fn answer(served: &Served, args: &Args<'_>) -> Answer {
         }
     }
     if wanted("nodeType") {
-        items.extend(NODE_TYPES.iter().map(|t| Item {
-            kind: "nodeType",
-            name: t.name.to_owned(),
-            server: None,
-            title: None,
-            description: t.summary.to_owned(),
-            params: crate::catalog::fields(t.name)
-                .0
-                .iter()
-                .filter_map(|f| f["name"].as_str().map(str::to_owned))
-                .collect(),
-            aliases: t.aliases.iter().map(|a| (*a).to_owned()).collect(),
+        items.extend(NODE_TYPES.iter().map(|t| {
+            Item {
+                kind: "nodeType",
+                name: t.name.to_owned(),
+                server: None,
+                title: None,
+                description: t.summary.to_owned(),
+                params: crate::catalog::fields(t.name)
+                    .0
+                    .iter()
+                    .filter_map(|f| f["name"].as_str().map(str::to_owned))
+                    .collect(),
+                aliases: t.aliases.iter().map(|a| (*a).to_owned()).collect(),
+            }
         }));
     }
     let mut scored: Vec<(u32, &'static str, &Item)> = items
@@ -217,7 +227,9 @@ pub(crate) async fn answer(served: &Served, args: &Args<'_>) -> Answer {
         .collect();
     let mut out = json!({"query": query, "results": results, "total": total});
     if total == 0 {
-        out["note"] = json!("nothing scored 20 or more: try a shorter query or a single word");
+        out["note"] = json!(format!(
+            "nothing scored {MIN_SCORE} or more: try a shorter query or a single word"
+        ));
     }
     if !unavailable.is_empty() {
         out["unavailable"] = json!(unavailable);

@@ -30,7 +30,15 @@ pub(crate) fn answer(args: &Args<'_>) -> Answer {
 
 /// Every topic, in reading order.
 pub(crate) fn topics() -> Vec<Value> {
-    vec![graph(), nodes(), jsonata(), history(), jsonlogic(), args(), errors()]
+    vec![
+        graph(),
+        nodes(),
+        jsonata(),
+        history(),
+        jsonlogic(),
+        args(),
+        errors(),
+    ]
 }
 
 fn graph() -> Value {

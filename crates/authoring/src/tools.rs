@@ -77,12 +77,7 @@ pub(crate) struct Spec {
     pub read_only: bool,
 }
 
-const fn param(
-    name: &'static str,
-    kind: Kind,
-    required: bool,
-    description: &'static str,
-) -> Param {
+const fn param(name: &'static str, kind: Kind, required: bool, description: &'static str) -> Param {
     Param {
         name,
         kind,
@@ -91,7 +86,15 @@ const fn param(
     }
 }
 
-pub(crate) const TOPICS: &[&str] = &["graph", "nodes", "jsonata", "history", "jsonlogic", "args", "errors"];
+pub(crate) const TOPICS: &[&str] = &[
+    "graph",
+    "nodes",
+    "jsonata",
+    "history",
+    "jsonlogic",
+    "args",
+    "errors",
+];
 pub(crate) const SEARCH_KINDS: &[&str] = &["graphTool", "upstreamTool", "nodeType"];
 
 pub(crate) static SPECS: &[Spec] = &[
@@ -168,8 +171,18 @@ pub(crate) static SPECS: &[Spec] = &[
             Answers the value, or the error with its code and position.",
         params: &[
             param("jsonata", Kind::String, false, "a JSONata expression"),
-            param("logic", Kind::Any, false, "a JSON Logic rule; {\"var\": \"<JSONata>\"} reads the context"),
-            param("args", Kind::Any, false, "mcp-node arguments: JSON where {\"expr\": \"<JSONata>\"} is evaluated"),
+            param(
+                "logic",
+                Kind::Any,
+                false,
+                "a JSON Logic rule; {\"var\": \"<JSONata>\"} reads the context",
+            ),
+            param(
+                "args",
+                Kind::Any,
+                false,
+                "mcp-node arguments: JSON where {\"expr\": \"<JSONata>\"} is evaluated",
+            ),
             param(
                 "context",
                 Kind::Object,
@@ -220,7 +233,12 @@ pub(crate) static SPECS: &[Spec] = &[
                 false,
                 "a tool definition to run without saving it (object or YAML/JSON text)",
             ),
-            param("arguments", Kind::Object, false, "the tool's arguments (default {})"),
+            param(
+                "arguments",
+                Kind::Object,
+                false,
+                "the tool's arguments (default {})",
+            ),
             param(
                 "history",
                 Kind::Bool,
@@ -292,14 +310,24 @@ pub(crate) static SPECS: &[Spec] = &[
             name prefix 90, name contains 70, word prefix 60, fuzzy up to 50; matches in \
             descriptions and parameters score lower).",
         params: &[
-            param("query", Kind::String, true, "what to look for, e.g. \"read file\""),
+            param(
+                "query",
+                Kind::String,
+                true,
+                "what to look for, e.g. \"read file\"",
+            ),
             param(
                 "kinds",
                 Kind::Strings,
                 false,
                 "only these kinds: graphTool, upstreamTool, nodeType (default: all)",
             ),
-            param("limit", Kind::Integer, false, "at most this many results (default 20)"),
+            param(
+                "limit",
+                Kind::Integer,
+                false,
+                "at most this many results (default 20)",
+            ),
         ],
         example: r#"{"query": "directory", "kinds": ["upstreamTool"]}"#,
         read_only: true,
@@ -314,7 +342,12 @@ pub(crate) static SPECS: &[Spec] = &[
         params: &[
             param("server", Kind::String, true, "the upstream server"),
             param("tool", Kind::String, true, "the tool's name on that server"),
-            param("args", Kind::Any, false, "the mcp node's `args` (default {})"),
+            param(
+                "args",
+                Kind::Any,
+                false,
+                "the mcp node's `args` (default {})",
+            ),
             param(
                 "context",
                 Kind::Object,
@@ -391,7 +424,11 @@ impl Spec {
             None,
             Some(matches!(self.name, RUN_TOOL | CALL_UPSTREAM)),
         );
-        Tool::new(self.name, description, Arc::new(self.input_schema(settings)))
-            .annotate(annotations)
+        Tool::new(
+            self.name,
+            description,
+            Arc::new(self.input_schema(settings)),
+        )
+        .annotate(annotations)
     }
 }

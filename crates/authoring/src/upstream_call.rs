@@ -19,14 +19,22 @@ pub(crate) async fn answer(served: &Served, spec: &Spec, args: &Args<'_>) -> Ans
         return Malformed::new(spec, "both `server` and `tool` are required").into();
     };
     if !served.config.mcp_servers.contains_key(server) {
-        let names: Vec<&str> = served.config.mcp_servers.keys().map(String::as_str).collect();
+        let names: Vec<&str> = served
+            .config
+            .mcp_servers
+            .keys()
+            .map(String::as_str)
+            .collect();
         let hint = match closest(server, names.iter().copied()) {
             Some(c) => format!("did you mean \"{c}\"?"),
             None if names.is_empty() => "this config declares no upstream servers".to_owned(),
             None => format!("the servers are: {}", names.join(", ")),
         };
-        return Malformed::new(spec, format!("no upstream server named \"{server}\"; {hint}"))
-            .into();
+        return Malformed::new(
+            spec,
+            format!("no upstream server named \"{server}\"; {hint}"),
+        )
+        .into();
     }
     let template_src = args.value("args").cloned().unwrap_or_else(|| json!({}));
     let template = match Template::compile(&template_src) {
@@ -50,7 +58,11 @@ pub(crate) async fn answer(served: &Served, spec: &Spec, args: &Args<'_>) -> Ans
         }));
     };
     let started = Instant::now();
-    let result = served.engine.pool().call_tool(server, tool, arguments).await;
+    let result = served
+        .engine
+        .pool()
+        .call_tool(server, tool, arguments)
+        .await;
     let took = (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0;
     match result {
         Err(e) => Answer::Failed(json!({

@@ -17,7 +17,9 @@ fn input(example: &Value) -> (Context, MemoryHistory) {
     let mut history = MemoryHistory::new();
     let mut context = Context::new();
     for r in example["history"].as_array().into_iter().flatten() {
-        let id = r["nodeId"].as_str().expect("history records name their node");
+        let id = r["nodeId"]
+            .as_str()
+            .expect("history records name their node");
         let output = r.get("output").cloned().map(V::from_json);
         history.push(id, output.clone());
         context.set(id, output);
@@ -42,9 +44,13 @@ fn evaluate(example: &Value) -> Value {
     }
     if let Some(rule) = example.get("logic") {
         let logic = Logic::compile(rule).unwrap_or_else(|e| panic!("{title}: {e}"));
-        return logic.evaluate(&scope).unwrap_or_else(|e| panic!("{title}: {e}"));
+        return logic
+            .evaluate(&scope)
+            .unwrap_or_else(|e| panic!("{title}: {e}"));
     }
-    let args = example.get("args").unwrap_or_else(|| panic!("{title}: no expression"));
+    let args = example
+        .get("args")
+        .unwrap_or_else(|| panic!("{title}: no expression"));
     let template = Template::compile(args).unwrap_or_else(|e| panic!("{title}: {e}"));
     template
         .render(&scope)
@@ -101,7 +107,11 @@ async fn check(example: &Value) {
     } else {
         evaluate(example)
     };
-    assert_eq!(&got, expected, "example {:?} gives another result", example["title"]);
+    assert_eq!(
+        &got, expected,
+        "example {:?} gives another result",
+        example["title"]
+    );
 }
 
 #[tokio::test]
@@ -112,12 +122,26 @@ async fn every_syntax_example_runs_as_shown() {
     let names: Vec<&str> = topics.iter().filter_map(|t| t["topic"].as_str()).collect();
     assert_eq!(
         names,
-        ["graph", "nodes", "jsonata", "history", "jsonlogic", "args", "errors"]
+        [
+            "graph",
+            "nodes",
+            "jsonata",
+            "history",
+            "jsonlogic",
+            "args",
+            "errors"
+        ]
     );
     let mut checked = 0;
     for topic in topics {
-        let examples = topic["examples"].as_array().expect("every topic has examples");
-        assert!(!examples.is_empty(), "topic {} has no example", topic["topic"]);
+        let examples = topic["examples"]
+            .as_array()
+            .expect("every topic has examples");
+        assert!(
+            !examples.is_empty(),
+            "topic {} has no example",
+            topic["topic"]
+        );
         for example in examples {
             check(example).await;
             checked += 1;
@@ -137,7 +161,12 @@ async fn every_node_catalog_example_runs_as_shown() {
         .map(|t| t["type"].clone())
         .collect();
     assert_eq!(names.len(), 10);
-    let details = ok(&s.authoring, "mcpflow_node_details", json!({"types": names})).await;
+    let details = ok(
+        &s.authoring,
+        "mcpflow_node_details",
+        json!({"types": names}),
+    )
+    .await;
     let nodes = details["nodes"].as_array().expect("nodes");
     assert_eq!(nodes.len(), 10);
     for node in nodes {
@@ -162,7 +191,12 @@ async fn a_topic_alone_and_an_unknown_topic() {
 #[tokio::test]
 async fn node_details_come_from_the_models_schema() {
     let s = setup(&[], all_on());
-    let d = ok(&s.authoring, "mcpflow_node_details", json!({"types": "foreach"})).await;
+    let d = ok(
+        &s.authoring,
+        "mcpflow_node_details",
+        json!({"types": "foreach"}),
+    )
+    .await;
     let node = &d["nodes"][0];
     let fields = node["fields"].as_array().expect("fields");
     let field = |name: &str| {
@@ -174,7 +208,11 @@ async fn node_details_come_from_the_models_schema() {
     assert_eq!(field("items")["required"], true);
     assert_eq!(field("concurrency")["required"], false);
     assert_eq!(field("concurrency")["type"], "integer");
-    assert!(field("body")["description"].as_str().is_some_and(|d| d.contains("routes back")));
+    assert!(
+        field("body")["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("routes back"))
+    );
     // The schema is the generated one: every field is in it, and the config's definitions too.
     let schema = &node["schema"];
     assert!(schema["properties"]["items"].is_object(), "{schema}");
@@ -198,7 +236,12 @@ async fn near_miss_node_types_are_corrected_with_a_warning() {
         ("For-Each", "foreach"),
         ("swtich", "switch"),
     ] {
-        let d = ok(&s.authoring, "mcpflow_node_details", json!({"types": [asked], "examples": false})).await;
+        let d = ok(
+            &s.authoring,
+            "mcpflow_node_details",
+            json!({"types": [asked], "examples": false}),
+        )
+        .await;
         assert_eq!(d["nodes"][0]["type"], meant, "{asked}");
         let warning = d["warnings"][0].as_str().unwrap_or_default();
         assert!(
@@ -207,12 +250,25 @@ async fn near_miss_node_types_are_corrected_with_a_warning() {
         );
     }
     // An exact name carries no warning.
-    let d = ok(&s.authoring, "mcpflow_node_details", json!({"types": "mcp", "examples": false, "schema": false})).await;
+    let d = ok(
+        &s.authoring,
+        "mcpflow_node_details",
+        json!({"types": "mcp", "examples": false, "schema": false}),
+    )
+    .await;
     assert!(d.get("warnings").is_none());
     assert!(d["nodes"][0].get("schema").is_none());
     // Nothing close: an error that lists the types.
-    let text = common::refused(&s.authoring, "mcpflow_node_details", json!({"types": ["quantum"]})).await;
-    assert!(text.contains("not a node type") && text.contains("foreach"), "{text}");
+    let text = common::refused(
+        &s.authoring,
+        "mcpflow_node_details",
+        json!({"types": ["quantum"]}),
+    )
+    .await;
+    assert!(
+        text.contains("not a node type") && text.contains("foreach"),
+        "{text}"
+    );
     // A filter by a near-miss name finds the type too.
     let t = ok(&s.authoring, "mcpflow_node_types", json!({"filter": "IF"})).await;
     assert_eq!(t["types"][0]["type"], "switch");
@@ -226,6 +282,10 @@ async fn answers_carry_their_time() {
         .call("mcpflow_node_types", common::map(json!({})))
         .await;
     let meta = r.meta.expect("_meta");
-    assert!(meta.0[mcpflow_authoring::TOOK_MS].as_f64().is_some_and(|ms| ms >= 0.0));
+    assert!(
+        meta.0[mcpflow_authoring::TOOK_MS]
+            .as_f64()
+            .is_some_and(|ms| ms >= 0.0)
+    );
     let _ = Arc::new(());
 }

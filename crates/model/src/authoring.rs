@@ -42,3 +42,26 @@ impl AuthoringConfig {
         self.search.unwrap_or(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_section_is_in_the_schema_with_safe_defaults() {
+        let schema = crate::schema();
+        assert!(schema["properties"]["authoring"].is_object());
+        let flags = &schema["$defs"]["AuthoringConfig"]["properties"];
+        for flag in ["save", "runInline", "callUpstreams", "search"] {
+            assert!(flags[flag].is_object(), "{flag} is not in the schema");
+        }
+        let d = AuthoringConfig::default();
+        assert!(!d.save() && d.run_inline() && !d.call_upstreams() && d.search());
+        let on: AuthoringConfig =
+            serde_json::from_value(json!({"save": true, "callUpstreams": true, "search": false}))
+                .expect("a valid section");
+        assert!(on.save() && on.call_upstreams() && !on.search() && on.run_inline());
+        assert!(serde_json::from_value::<AuthoringConfig>(json!({"sav": true})).is_err());
+    }
+}

@@ -2,7 +2,10 @@
 //! compiled by the real loader and engine, its upstream the real fixture over a pipe), and
 //! calls of the built-in tools.
 
-#![allow(dead_code, reason = "each test file uses a different part of this module")]
+#![allow(
+    dead_code,
+    reason = "each test file uses a different part of this module"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -34,7 +37,11 @@ pub fn fixture_path() -> &'static Path {
                 .expect("cargo runs");
             assert!(status.success(), "`cargo build -p mcpflow-fixture` failed");
         }
-        assert!(binary.is_file(), "the fixture binary is missing at {}", binary.display());
+        assert!(
+            binary.is_file(),
+            "the fixture binary is missing at {}",
+            binary.display()
+        );
         binary
     })
 }
@@ -150,14 +157,25 @@ pub fn map(v: Value) -> Map<String, Value> {
 /// A call's structured answer; panics on a tool-level error.
 pub async fn ok(a: &Authoring, tool: &str, args: Value) -> Value {
     let r = a.call(tool, map(args.clone())).await;
-    assert_eq!(r.is_error, Some(false), "{tool} {args} failed: {}", text(&r));
-    r.structured_content.unwrap_or_else(|| panic!("{tool}: no structured content"))
+    assert_eq!(
+        r.is_error,
+        Some(false),
+        "{tool} {args} failed: {}",
+        text(&r)
+    );
+    r.structured_content
+        .unwrap_or_else(|| panic!("{tool}: no structured content"))
 }
 
 /// A call that must be a tool-level error: its text.
 pub async fn refused(a: &Authoring, tool: &str, args: Value) -> String {
     let r = a.call(tool, map(args.clone())).await;
-    assert_eq!(r.is_error, Some(true), "{tool} {args} should fail: {}", text(&r));
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "{tool} {args} should fail: {}",
+        text(&r)
+    );
     text(&r)
 }
 
