@@ -127,6 +127,43 @@ impl Authoring {
         self.listed().any(|s| s.name == name)
     }
 
+    /// How the authoring loop goes, for the server's `initialize` instructions; names only the
+    /// tools the flags list.
+    pub fn instructions(&self) -> String {
+        let mut steps = vec![
+            "Learn the format with mcpflow_syntax (read it before writing a graph tool).",
+            "Find what to build from: mcpflow_list_upstreams, mcpflow_list_upstream_tools and \
+             mcpflow_get_upstream_tool (full schemas), mcpflow_list_graph_tools.",
+            "Look up node fields and complete examples with mcpflow_node_types and \
+             mcpflow_node_details.",
+            "Try each expression with mcpflow_test_expression.",
+            "Check the whole tool with mcpflow_validate_tool, and fix every problem it lists \
+             (each has a path and a fix).",
+            "Run it with mcpflow_run_tool (result, history, failing node and its context).",
+        ];
+        if self.settings.search() {
+            steps.insert(
+                1,
+                "Search graph tools, upstream tools and node types with mcpflow_search.",
+            );
+        }
+        if self.settings.call_upstreams() {
+            steps.insert(
+                steps.len() - 2,
+                "See what an upstream tool answers, as an mcp node would read it, with \
+                 mcpflow_call_upstream.",
+            );
+        }
+        let mut text = String::from(
+            "This server can teach you to write its graph tools (declarative workflows that \
+             chain upstream MCP tools) and check and run them for you:\n",
+        );
+        for (i, step) in steps.iter().enumerate() {
+            text.push_str(&format!("{}. {step}\n", i + 1));
+        }
+        text
+    }
+
     fn listed(&self) -> impl Iterator<Item = &'static Spec> + '_ {
         SPECS.iter().filter(|s| s.gate.open(&self.settings))
     }

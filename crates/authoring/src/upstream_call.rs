@@ -45,12 +45,17 @@ pub(crate) async fn answer(served: &Served, spec: &Spec, args: &Args<'_>) -> Ans
         Ok(i) => i,
         Err(m) => return m.into(),
     };
-    let limits = Limits::default();
-    let scope = Scope::new(&input.context, &input.history, &limits);
-    let rendered = match template.render(&scope) {
+    // The scope borrows a history that is not `Sync`: it must not live across the call.
+    let rendered = {
+        let limits = Limits::default();
+        let scope = Scope::new(&input.context, &input.history, &limits);
+        template.render(&scope)
+    };
+    let rendered = match rendered {
         Ok(v) => v.unwrap_or_else(|| json!({})),
         Err(e) => return failed("evaluate", &e, None),
     };
+    drop(input);
     let Value::Object(arguments) = rendered.clone() else {
         return Answer::Failed(json!({
             "arguments": rendered,

@@ -620,3 +620,46 @@ async fn malformed_calls_are_answered_with_what_and_how() {
     assert_eq!(v["valid"], false, "{v}");
     s.engine.pool().shutdown().await;
 }
+
+fn send<T: Send>(_: &T) {}
+fn shared<T: Send + Sync>(_: &T) {}
+
+/// The server keeps the tools behind an `Arc` and awaits a call on rmcp's per-request task.
+#[tokio::test]
+async fn the_tools_and_their_calls_cross_threads() {
+    let s = setup(&[DOUBLE], all_on());
+    shared(&s.authoring);
+    let call = s.authoring.call(
+        "mcpflow_run_tool",
+        common::map(json!({"tool": "double", "arguments": {"n": 1}})),
+    );
+    send(&call);
+    assert_eq!(call.await.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn the_instructions_name_only_the_listed_tools() {
+    let defaults = setup(&[], AuthoringConfig::default());
+    let text = defaults.authoring.instructions();
+    assert!(
+        text.contains("mcpflow_syntax") && text.contains("mcpflow_search"),
+        "{text}"
+    );
+    assert!(!text.contains("mcpflow_call_upstream"), "{text}");
+    let listed = names(&defaults.authoring.tools());
+    for name in text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(PREFIX))
+    {
+        assert!(
+            listed.iter().any(|l| l == name),
+            "{name} is named but not listed"
+        );
+    }
+    let on = setup(&[], all_on());
+    assert!(
+        on.authoring
+            .instructions()
+            .contains("mcpflow_call_upstream")
+    );
+}
