@@ -21,7 +21,8 @@
 //! (`mcpflow_syntax`, whose every example mcpflow's tests execute; `mcpflow_node_types`,
 //! `mcpflow_node_details`), check (`mcpflow_test_expression`, `mcpflow_validate_tool`, through
 //! the config loader's and the engine's own checks), run (`mcpflow_run_tool`, through
-//! [`Engine::run`](mcpflow_engine::Engine::run)) and discover (upstream servers and tools
+//! [`Engine::run`](mcpflow_engine::Engine::run); `mcpflow_list_runs` and `mcpflow_get_run` show
+//! past runs and the context at any step of one) and discover (upstream servers and tools
 //! through the engine's [`UpstreamPool`](mcpflow_upstream::UpstreamPool), graph tools, a scored
 //! search); `mcpflow_call_upstream` calls one upstream tool as an mcp node would.
 //!
@@ -35,6 +36,7 @@ mod definition;
 mod discover;
 mod expression;
 mod run;
+mod runs;
 mod search;
 mod syntax;
 mod tools;
@@ -72,6 +74,8 @@ pub struct Served {
 pub struct Authoring {
     settings: AuthoringConfig,
     served: Served,
+    /// Runs made through `mcpflow_run_tool`, for `mcpflow_list_runs` and `mcpflow_get_run`.
+    recent: Arc<runs::Recent>,
 }
 
 /// Graph or proxied tools named with the built-in tools' prefix.
@@ -110,7 +114,11 @@ pub fn check_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), N
 
 impl Authoring {
     pub fn new(settings: AuthoringConfig, served: Served) -> Self {
-        Authoring { settings, served }
+        Authoring {
+            settings,
+            served,
+            recent: Arc::default(),
+        }
     }
 
     pub fn settings(&self) -> &AuthoringConfig {
@@ -139,7 +147,8 @@ impl Authoring {
             "Try each expression with mcpflow_test_expression.",
             "Check the whole tool with mcpflow_validate_tool, and fix every problem it lists \
              (each has a path and a fix).",
-            "Run it with mcpflow_run_tool (result, history, failing node and its context).",
+            "Run it with mcpflow_run_tool (result, history, failing node and its context); \
+             mcpflow_list_runs and mcpflow_get_run show past runs and the context at any step.",
         ];
         if self.settings.search() {
             steps.insert(
@@ -190,7 +199,9 @@ impl Authoring {
             tools::NODE_DETAILS => catalog::details(spec, args),
             tools::TEST_EXPRESSION => expression::answer(spec, args),
             tools::VALIDATE_TOOL => definition::validate(served, spec, args),
-            tools::RUN_TOOL => run::answer(served, &self.settings, spec, args).await,
+            tools::RUN_TOOL => run::answer(served, &self.settings, &self.recent, spec, args).await,
+            tools::LIST_RUNS => runs::list(served, &self.recent, spec, args).await,
+            tools::GET_RUN => runs::get(served, &self.recent, spec, args).await,
             tools::LIST_UPSTREAMS => discover::upstreams(served).await,
             tools::LIST_UPSTREAM_TOOLS => discover::upstream_tools(served, args).await,
             tools::GET_UPSTREAM_TOOL => discover::upstream_tool(served, args).await,

@@ -4,6 +4,8 @@
 //! the result, the history with each node's duration, and for a failed run the failing node,
 //! its error and the context it saw.
 
+use std::sync::Arc;
+
 use mcpflow_engine::{Engine, Run, RunEnd, RunRequest};
 use mcpflow_model::AuthoringConfig;
 use serde_json::{Map, Value, json};
@@ -11,11 +13,13 @@ use serde_json::{Map, Value, json};
 use crate::Served;
 use crate::answer::Answer;
 use crate::args::{Args, Malformed, closest};
+use crate::runs::Recent;
 use crate::tools::Spec;
 
 pub(crate) async fn answer(
     served: &Served,
     settings: &AuthoringConfig,
+    recent: &Recent,
     spec: &Spec,
     args: &Args<'_>,
 ) -> Answer {
@@ -43,7 +47,7 @@ pub(crate) async fn answer(
                 return Malformed::new(spec, format!("no graph tool named \"{tool}\"; {hint}"))
                     .into();
             }
-            run(&served.engine, tool, arguments, with_history, Vec::new()).await
+            run(&served.engine, recent, tool, arguments, with_history, Vec::new()).await
         }
         (None, Some(definition)) => {
             if !settings.run_inline() {
@@ -60,7 +64,9 @@ pub(crate) async fn answer(
                     "problemCount": problems.len(),
                     "problems": problems,
                 })),
-                Ok(c) => run(&c.engine, &c.name, arguments, with_history, c.warnings).await,
+                Ok(c) => {
+                    run(&c.engine, recent, &c.name, arguments, with_history, c.warnings).await
+                }
             }
         }
     }
@@ -68,6 +74,7 @@ pub(crate) async fn answer(
 
 async fn run(
     engine: &Engine,
+    recent: &Recent,
     tool: &str,
     arguments: Value,
     with_history: bool,
@@ -86,10 +93,12 @@ async fn run(
     }
     let run = engine.run(RunRequest::new(tool, arguments)).await;
     let mut out = describe(&run, with_history);
+    let failed = run.error().is_some();
+    recent.keep(Arc::new(run));
     if !warnings.is_empty() {
         out["warnings"] = json!(warnings);
     }
-    if run.error().is_some() {
+    if failed {
         Answer::Failed(out)
     } else {
         Answer::Ok(out)

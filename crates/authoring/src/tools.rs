@@ -24,6 +24,8 @@ pub(crate) const LIST_GRAPH_TOOLS: &str = "mcpflow_list_graph_tools";
 pub(crate) const GET_GRAPH_TOOL: &str = "mcpflow_get_graph_tool";
 pub(crate) const SEARCH: &str = "mcpflow_search";
 pub(crate) const CALL_UPSTREAM: &str = "mcpflow_call_upstream";
+pub(crate) const LIST_RUNS: &str = "mcpflow_list_runs";
+pub(crate) const GET_RUN: &str = "mcpflow_get_run";
 
 /// Which flag of the `authoring:` section a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,6 +302,54 @@ pub(crate) static SPECS: &[Spec] = &[
             check with mcpflow_validate_tool.",
         params: &[param("name", Kind::String, true, "the graph tool's name")],
         example: r#"{"name": "count_files"}"#,
+        read_only: true,
+    },
+    Spec {
+        name: LIST_RUNS,
+        gate: Gate::Always,
+        description: "Recent runs, newest first: of every client from the store when one is \
+            attached, and those made through mcpflow_run_tool (inline definitions too). Filter \
+            by `tool` and `status`.",
+        params: &[
+            param("tool", Kind::String, false, "only runs of this tool"),
+            param(
+                "status",
+                Kind::String,
+                false,
+                "only runs with this status: running, waiting, succeeded, failed, cancelled, interrupted, expired",
+            ),
+            param(
+                "limit",
+                Kind::Integer,
+                false,
+                "at most this many (default 20, at most 100)",
+            ),
+        ],
+        example: r#"{"tool": "count_files", "status": "failed"}"#,
+        read_only: true,
+    },
+    Spec {
+        name: GET_RUN,
+        gate: Gate::Always,
+        description: "One run: its arguments, result or error, and its history (every node, in \
+            order, with input, output, error and duration). With `index`, also the context as \
+            it was right after record `index` (what the next node read): time travel for \
+            debugging.",
+        params: &[
+            param(
+                "runId",
+                Kind::String,
+                true,
+                "the run's id (mcpflow_list_runs, mcpflow_run_tool)",
+            ),
+            param(
+                "index",
+                Kind::Integer,
+                false,
+                "a record's index in the history",
+            ),
+        ],
+        example: r#"{"runId": "1a2b3c4d-7", "index": 2}"#,
         read_only: true,
     },
     Spec {

@@ -591,6 +591,17 @@ async fn malformed_calls_are_answered_with_what_and_how() {
             "`context` must be an object",
         ),
         (
+            "mcpflow_list_runs",
+            json!({"limit": "x"}),
+            "non-negative integer",
+        ),
+        ("mcpflow_get_run", json!({}), "missing `runId`"),
+        (
+            "mcpflow_get_run",
+            json!({"runId": "r", "index": 1.5}),
+            "`index` must be",
+        ),
+        (
             "mcpflow_call_upstream",
             json!({"server": "dmeo", "tool": "echo"}),
             "did you mean \"demo\"",
@@ -661,5 +672,136 @@ async fn the_instructions_name_only_the_listed_tools() {
         on.authoring
             .instructions()
             .contains("mcpflow_call_upstream")
+    );
+}
+
+#[tokio::test]
+async fn runs_are_kept_for_debugging_with_time_travel() {
+    let s = setup(&[DOUBLE], all_on());
+    let a = &s.authoring;
+    let r = ok(
+        a,
+        "mcpflow_run_tool",
+        json!({"tool": "double", "arguments": {"n": 2}}),
+    )
+    .await;
+    let saved_id = r["runId"].as_str().expect("run id").to_owned();
+    let inline = DOUBLE.replace("name: double", "name: twice");
+    let r = ok(
+        a,
+        "mcpflow_run_tool",
+        json!({"definition": inline, "arguments": {"n": 3}}),
+    )
+    .await;
+    let inline_id = r["runId"].as_str().expect("run id").to_owned();
+
+    let l = ok(a, "mcpflow_list_runs", json!({})).await;
+    let ids: Vec<&str> = l["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["runId"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [inline_id.as_str(), saved_id.as_str()],
+        "newest first: {l}"
+    );
+    assert!(l["note"].as_str().is_some_and(|n| n.contains("no store")));
+    let l = ok(
+        a,
+        "mcpflow_list_runs",
+        json!({"tool": "double", "status": "succeeded"}),
+    )
+    .await;
+    assert_eq!(l["runs"].as_array().map(Vec::len), Some(1));
+
+    let g = ok(
+        a,
+        "mcpflow_get_run",
+        json!({"runId": inline_id, "index": 0}),
+    )
+    .await;
+    assert_eq!(g["result"], json!({"result": 6}));
+    assert_eq!(g["contextAt"]["context"], json!({"entry": {"n": 3}}));
+    let g = ok(
+        a,
+        "mcpflow_get_run",
+        json!({"runId": inline_id, "index": 1}),
+    )
+    .await;
+    assert_eq!(
+        g["contextAt"]["context"],
+        json!({"entry": {"n": 3}, "calc": {"result": 6}})
+    );
+
+    let text = refused(
+        a,
+        "mcpflow_get_run",
+        json!({"runId": inline_id, "index": 9}),
+    )
+    .await;
+    assert!(
+        text.contains("out of range") && text.contains("0 to 2"),
+        "{text}"
+    );
+    let text = refused(a, "mcpflow_get_run", json!({"runId": "nope"})).await;
+    assert!(text.contains("no run with id \"nope\""), "{text}");
+    let text = refused(a, "mcpflow_list_runs", json!({"status": "done"})).await;
+    assert!(text.contains("succeeded"), "{text}");
+}
+
+#[tokio::test]
+async fn with_a_store_the_runs_of_every_client_are_listed() {
+    let s = setup(&[DOUBLE], all_on());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = mcpflow_store::open(&format!("sqlite://{}/state.db", dir.path().display()))
+        .await
+        .expect("the store opens");
+    let durability = mcpflow_engine::Durability::new(
+        store.clone(),
+        "test".into(),
+        "v1".into(),
+        Default::default(),
+    );
+    assert!(s.engine.attach_durability(durability).is_ok());
+    // A client's run, not made through the authoring tools: recorded in the store at its end.
+    let run = s
+        .engine
+        .run(mcpflow_engine::RunRequest::new("double", json!({"n": 7})))
+        .await;
+    let id = run.id.to_string();
+    let mut stored = false;
+    for _ in 0..200 {
+        if store.get_run(&id).await.is_ok_and(|r| r.result.is_some()) {
+            stored = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(stored, "the plain run was recorded");
+    let l = ok(&s.authoring, "mcpflow_list_runs", json!({"tool": "double"})).await;
+    let found = l["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["runId"] == id.as_str())
+        .cloned();
+    assert_eq!(
+        found.map(|r| r["source"].clone()),
+        Some(json!("store")),
+        "{l}"
+    );
+    let g = ok(
+        &s.authoring,
+        "mcpflow_get_run",
+        json!({"runId": id, "index": 1}),
+    )
+    .await;
+    assert_eq!(g["source"], "store");
+    assert_eq!(
+        g["contextAt"]["context"],
+        json!({"entry": {"n": 7}, "calc": {"result": 14}}),
+        "{g}"
     );
 }
