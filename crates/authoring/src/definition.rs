@@ -29,16 +29,26 @@ pub(crate) struct Candidate {
 
 /// Loads and compiles `definition` (an object, or YAML/JSON text) as a tool of `served`'s config.
 pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, Vec<Value>> {
-    let text = match definition {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    // Lines and columns mean something only in text the model wrote itself.
+    let (text, positions) = match definition {
+        Value::String(s) => (s.clone(), true),
+        other => (
+            serde_json::to_string_pretty(other).unwrap_or_default(),
+            false,
+        ),
     };
     let pool = served.engine.pool().clone();
     let read =
         mcpflow_config::Loader::new().read_tool(&served.config, &served.base_dir, &text, SUBMITTED);
     let (draft, index) = match read {
         Ok(x) => x,
-        Err(e) => return Err(e.errors.iter().map(|e| problem(e, None)).collect()),
+        Err(e) => {
+            return Err(e
+                .errors
+                .iter()
+                .map(|e| problem(e, None, positions))
+                .collect());
+        }
     };
     let compiled = draft.compile(|config, _| Engine::new(config, pool), mcpflow_engine::check);
     let mut problems = Vec::new();
@@ -57,7 +67,7 @@ pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, 
             let warnings = loaded
                 .warnings
                 .iter()
-                .map(|w| problem(w, Some(index)))
+                .map(|w| problem(w, Some(index), positions))
                 .collect();
             let replaces = index < served.config.tools.len();
             let name = loaded
@@ -76,7 +86,12 @@ pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, 
         }
         Ok(_) => Err(problems),
         Err(errors) => {
-            problems.extend(errors.errors.iter().map(|e| problem(e, Some(index))));
+            problems.extend(
+                errors
+                    .errors
+                    .iter()
+                    .map(|e| problem(e, Some(index), positions)),
+            );
             Err(problems)
         }
     }
@@ -95,7 +110,7 @@ fn definition_name(definition: &Value, text: &str) -> Option<String> {
 
 /// One problem as the model reads it: the path inside its definition (or where else in the
 /// config), the message, how to fix it, and the line and column in submitted text.
-fn problem(e: &ConfigError, index: Option<usize>) -> Value {
+fn problem(e: &ConfigError, index: Option<usize>, positions: bool) -> Value {
     let base = index.map(|i| format!("/tools/{i}"));
     let inside = base.as_deref().and_then(|b| {
         let rest = e.pointer.strip_prefix(b)?;
@@ -118,7 +133,7 @@ fn problem(e: &ConfigError, index: Option<usize>) -> Value {
             .clone()
             .unwrap_or_else(|| default_fix(&e.pointer, &e.message))
     );
-    if e.file == SUBMITTED && e.line > 0 {
+    if positions && e.file == SUBMITTED && e.line > 0 {
         out["line"] = json!(e.line);
         out["column"] = json!(e.col);
     }

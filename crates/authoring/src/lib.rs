@@ -121,6 +121,15 @@ impl Authoring {
         }
     }
 
+    /// The same tools over a reloaded config: the flags and the runs kept in memory carry over.
+    pub fn reloaded(&self, served: Served) -> Self {
+        Authoring {
+            settings: self.settings,
+            served,
+            recent: self.recent.clone(),
+        }
+    }
+
     pub fn settings(&self) -> &AuthoringConfig {
         &self.settings
     }

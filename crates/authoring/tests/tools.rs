@@ -111,6 +111,10 @@ async fn validation_reports_every_problem_with_its_path_and_fix() {
             .find(|p| p["path"].as_str().is_some_and(|p| p.starts_with(path)))
             .unwrap_or_else(|| panic!("no problem at {path}: {problems:#?}"))
     };
+    assert!(
+        problems.iter().all(|p| p.get("line").is_none()),
+        "an object has no lines"
+    );
     let typo = at("/nodes/1");
     assert!(
         typo.to_string().contains("transform"),
