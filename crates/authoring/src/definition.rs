@@ -29,6 +29,53 @@ pub(crate) struct Candidate {
 
 /// Loads and compiles `definition` (an object, or YAML/JSON text) as a tool of `served`'s config.
 pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, Vec<Value>> {
+    let mut problems = match compile_once(served, definition) {
+        Ok(candidate) => return Ok(candidate),
+        Err(problems) => problems,
+    };
+    // A node whose type is misspelt is not compiled at all, so its expressions would only be
+    // checked in the next round. Check a copy with the near-miss types read as meant too, and
+    // report what that finds beside the misspelling: every problem at once.
+    if let Some((copy, corrected)) = corrected_types(definition)
+        && let Err(more) = compile_once(served, &copy)
+    {
+        for mut p in more {
+            let seen = problems
+                .iter()
+                .any(|q| q["path"] == p["path"] && q["message"] == p["message"]);
+            let about_type = p["path"]
+                .as_str()
+                .is_some_and(|path| path.ends_with("/type"));
+            if !seen && !about_type {
+                p["note"] = json!(format!("found by reading {corrected} as meant"));
+                problems.push(p);
+            }
+        }
+    }
+    Err(problems)
+}
+
+/// A copy of an object definition with near-miss node types (`transfrom`, `MCP_NODE`) read
+/// as the types meant, and which were read so; `None` when there is none.
+fn corrected_types(definition: &Value) -> Option<(Value, String)> {
+    let mut copy = definition.clone();
+    let nodes = copy.get_mut("nodes")?.as_array_mut()?;
+    let mut corrected = Vec::new();
+    for node in nodes {
+        let Some(t) = node.get("type").and_then(Value::as_str) else {
+            continue;
+        };
+        if let crate::catalog::Resolved::Corrected { node: meant, .. } = crate::catalog::resolve(t)
+        {
+            corrected.push(format!("\"{t}\""));
+            node["type"] = json!(meant.name);
+        }
+    }
+    (!corrected.is_empty()).then(|| (copy, format!("node type {}", corrected.join(", "))))
+}
+
+/// One load and compile of a definition as given.
+fn compile_once(served: &Served, definition: &Value) -> Result<Candidate, Vec<Value>> {
     // Lines and columns mean something only in text the model wrote itself.
     let (text, positions) = match definition {
         Value::String(s) => (s.clone(), true),
