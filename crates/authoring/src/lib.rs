@@ -35,6 +35,8 @@ mod catalog;
 mod definition;
 mod discover;
 mod expression;
+mod node_schema;
+mod node_types;
 mod run;
 mod runs;
 mod search;

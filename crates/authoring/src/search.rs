@@ -188,7 +188,7 @@ pub(crate) async fn answer(served: &Served, args: &Args<'_>) -> Answer {
                 server: None,
                 title: None,
                 description: t.summary.to_owned(),
-                params: crate::catalog::fields(t.name)
+                params: crate::node_schema::fields(t.name)
                     .0
                     .iter()
                     .filter_map(|f| f["name"].as_str().map(str::to_owned))
