@@ -188,45 +188,135 @@ impl<'a> Loader<'a> {
         merge_warnings.extend(crate::mcpgraph_0_1_23::recognise(&mut doc, &mut sources));
         problems.extend(structure::check(&doc, &sources));
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
-        let findings = validate::check(&doc, &sources);
-        problems.extend(findings.errors);
-        let scripts = crate::script::read_all(&doc, &mut sources, dir, &mut problems);
-        let config = if problems.is_empty() {
-            match serde_json::from_value::<Config>(doc.clone()) {
-                Ok(mut config) => {
-                    for s in &scripts {
-                        let node = config
-                            .tools
-                            .get_mut(s.tool)
-                            .and_then(|t| t.nodes.get_mut(s.node));
-                        crate::script::attach(node, s);
-                    }
-                    Some(config)
-                }
-                Err(e) => {
-                    problems.push(Problem::new("", format!("invalid config: {e}")));
-                    None
-                }
-            }
-        } else {
-            None
+        Ok(checked(doc, sources, problems, merge_warnings, path, dir))
+    }
+
+    /// Reads one graph tool definition (`text`, YAML or JSON, as an editor or a model submits
+    /// it) as a tool of `config`, an already loaded config whose files live in `base_dir`: it
+    /// replaces the tool of the same name, or is added after the others. Every check of a
+    /// whole config runs (structure, references, reachability, call cycles, `file:` scripts),
+    /// and [`Draft::compile`] adds the compiler's. Positions point into `text`, named `name`;
+    /// pointers into the whole config, the definition's being `/tools/{index}` with the index
+    /// returned. `config`'s servers are taken as already interpolated: `${…}` is not read again.
+    pub fn read_tool(
+        &self,
+        config: &Config,
+        base_dir: &Path,
+        text: &str,
+        name: &str,
+    ) -> Result<(Draft, usize), ConfigErrors> {
+        let mut sources = SourceMap::default();
+        let file = sources.add_file(name, text);
+        let parsed = match yaml::parse(text, file) {
+            Ok(p) => p,
+            Err(problem) => return Err(ConfigErrors::single(sources.resolve(problem))),
         };
-        Ok(Draft {
-            config,
+        let mut doc = match serde_json::to_value(config) {
+            Ok(doc) => doc,
+            Err(e) => {
+                return Err(ConfigErrors::single(sources.resolve(Problem::new(
+                    "",
+                    format!("the loaded config cannot be written as JSON: {e}"),
+                ))));
+            }
+        };
+        let Some(tools) = doc
+            .as_object_mut()
+            .map(|root| {
+                root.entry("tools")
+                    .or_insert_with(|| Value::Array(Vec::new()))
+            })
+            .and_then(Value::as_array_mut)
+        else {
+            return Err(ConfigErrors::single(sources.resolve(Problem::new(
+                "",
+                "the loaded config has no list of tools",
+            ))));
+        };
+        let tool_name = parsed.value.get("name").and_then(Value::as_str);
+        let index = tool_name
+            .and_then(|n| {
+                tools
+                    .iter()
+                    .position(|t| t.get("name").and_then(Value::as_str) == Some(n))
+            })
+            .unwrap_or(tools.len());
+        match tools.get_mut(index) {
+            Some(slot) => *slot = parsed.value,
+            None => tools.push(parsed.value),
+        }
+        let base = format!("/tools/{index}");
+        for (pointer, span) in parsed.spans {
+            sources.insert(format!("{base}{pointer}"), span);
+        }
+        let mut problems = parsed
+            .problems
+            .into_iter()
+            .map(|mut p| {
+                p.pointer = format!("{base}{}", p.pointer);
+                p
+            })
+            .collect::<Vec<_>>();
+        problems.extend(structure::check(&doc, &sources));
+        let draft = checked(
             doc,
             sources,
             problems,
-            warnings: merge_warnings
-                .into_iter()
-                .chain(findings.warnings)
-                .collect(),
-            schema_advice: findings.schema_advice,
-            scripts,
-            path,
-            base_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
-        })
+            Vec::new(),
+            PathBuf::from(name),
+            base_dir,
+        );
+        Ok((draft, index))
     }
+}
 
+/// The stages after interpolation, shared by whole files and single tool definitions: the
+/// graph checks, `file:` scripts, the typed config.
+fn checked(
+    doc: Value,
+    mut sources: SourceMap,
+    mut problems: Vec<Problem>,
+    warnings: Vec<Problem>,
+    path: PathBuf,
+    dir: &Path,
+) -> Draft {
+    let findings = validate::check(&doc, &sources);
+    problems.extend(findings.errors);
+    let scripts = crate::script::read_all(&doc, &mut sources, dir, &mut problems);
+    let config = if problems.is_empty() {
+        match serde_json::from_value::<Config>(doc.clone()) {
+            Ok(mut config) => {
+                for s in &scripts {
+                    let node = config
+                        .tools
+                        .get_mut(s.tool)
+                        .and_then(|t| t.nodes.get_mut(s.node));
+                    crate::script::attach(node, s);
+                }
+                Some(config)
+            }
+            Err(e) => {
+                problems.push(Problem::new("", format!("invalid config: {e}")));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    Draft {
+        config,
+        doc,
+        sources,
+        problems,
+        warnings: warnings.into_iter().chain(findings.warnings).collect(),
+        schema_advice: findings.schema_advice,
+        scripts,
+        path,
+        base_dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+    }
+}
+
+impl Loader<'_> {
     fn merge_mcp_json(
         &self,
         source: &McpJson,

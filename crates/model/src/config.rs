@@ -40,6 +40,9 @@ pub struct Config {
     /// Guards and limits of `mcpflow serve --http`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<crate::http::HttpConfig>,
+    /// Built-in tools that teach, check and run graph tools (`mcpflow serve --authoring`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authoring: Option<crate::authoring::AuthoringConfig>,
 }
 
 /// What `initialize` tells the client about this server.

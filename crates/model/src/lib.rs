@@ -22,6 +22,7 @@
 //! that only needs to read a config (an upstream pool needs its servers) depends on this crate
 //! and nothing heavier.
 
+pub mod authoring;
 mod compile;
 mod config;
 pub mod http;
@@ -31,6 +32,7 @@ mod schema;
 pub mod script;
 pub mod session;
 
+pub use authoring::AuthoringConfig;
 pub use compile::{CompileError, CompileErrors, ToolParts, Within, describe};
 pub use config::*;
 pub use node::*;
