@@ -146,6 +146,12 @@ impl Gateway {
         lock(&self.listings).by_name.get(name).cloned().map(Route)
     }
 
+    /// The proxied tools' names as last listed (after [`Gateway::check_names`], every
+    /// reachable upstream's).
+    pub fn listed_names(&self) -> Vec<String> {
+        lock(&self.listings).by_name.keys().cloned().collect()
+    }
+
     /// A proxied tool as last listed, for rmcp's checks of a call's `Mcp-Param-*` headers
     /// against the tool's `x-mcp-header` properties (SEP-2243); `None` before the first
     /// listing, which skips them.

@@ -72,6 +72,12 @@ pub struct ValidateArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
+    /// Adds the built-in authoring tools (`mcpflow_*`: syntax reference, node catalog,
+    /// discovery, search, expression tests, validation, inline runs), through which a model
+    /// writes and tries graph tools itself. The config's `authoring:` section turns them on
+    /// too and sets what they may do (`runInline`, `callUpstreams`, `search`).
+    #[arg(long)]
+    pub authoring: bool,
     /// Serve Streamable HTTP at `/mcp` on ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
     /// one) instead of stdio, with `/healthz` and `/readyz`.
     #[arg(long, value_name = "ADDR")]
@@ -154,6 +160,7 @@ impl Cli {
                     config,
                     mcp: self.mcp,
                 },
+                authoring: false,
                 http: None,
                 allowed_hosts: Vec::new(),
                 state: Default::default(),

@@ -33,8 +33,32 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Proxied tool names are checked against each other once the upstreams answer.
-    if let Err(e) = server.gateway().check_names().await {
+    let server = match with_authoring(server, &loaded, &args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: {e}", args.config.config.display());
+            return ExitCode::from(2);
+        }
+    };
+    // Proxied tool names are checked against each other (and against the built-in tools'
+    // namespace) once the upstreams answer.
+    let checked = server
+        .gateway()
+        .check_names()
+        .await
+        .map_err(|e| e.to_string());
+    let checked =
+        checked.and_then(
+            |()| match args.authoring || loaded.config.authoring.is_some() {
+                true => {
+                    let names = server.gateway().listed_names();
+                    mcpflow_authoring::check_names(names.iter().map(String::as_str))
+                        .map_err(|e| e.to_string())
+                }
+                false => Ok(()),
+            },
+        );
+    if let Err(e) = checked {
         eprintln!("{}: {e}", args.config.config.display());
         pool.shutdown().await;
         return ExitCode::from(2);
@@ -67,6 +91,25 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The server with the built-in authoring tools when `--authoring` or `authoring:` asks.
+fn with_authoring(
+    server: GraphServer,
+    loaded: &mcpflow_config::Loaded,
+    args: &ServeArgs,
+) -> Result<GraphServer, mcpflow_server::ServerError> {
+    let settings = loaded.config.authoring;
+    if !args.authoring && settings.is_none() {
+        return Ok(server);
+    }
+    let served = mcpflow_authoring::Served {
+        engine: server.engine().clone(),
+        config: Arc::new(loaded.config.clone()),
+        base_dir: loaded.base_dir.clone(),
+    };
+    let authoring = mcpflow_authoring::Authoring::new(settings.unwrap_or_default(), served);
+    server.with_authoring(authoring)
 }
 
 async fn serve_http(

@@ -12,6 +12,11 @@ pub enum ServerError {
     /// A hook that cannot be compiled, or two proxied tools under one name.
     #[error(transparent)]
     Gateway(#[from] mcpflow_gateway::GatewayError),
+    /// A graph or proxied tool named in the built-in authoring tools' namespace.
+    #[error(transparent)]
+    Authoring(#[from] mcpflow_authoring::NameClash),
+    #[error("the authoring tools must be added before the server is cloned or served")]
+    AlreadyShared,
     #[error("MCP transport failed: {0}")]
     Transport(String),
 }

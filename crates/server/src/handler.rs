@@ -21,8 +21,13 @@ impl ServerHandler for GraphServer {
         implementation.title = Some(meta.display_title().to_owned());
         let mut info =
             ServerConfig::new(self.gateway().capabilities()).with_server_info(implementation);
-        if let Some(instructions) = &meta.instructions {
-            info = info.with_instructions(instructions.clone());
+        let authoring = self.authoring().map(|a| a.instructions());
+        let instructions: Vec<&str> = [meta.instructions.as_deref(), authoring.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if !instructions.is_empty() {
+            info = info.with_instructions(instructions.join("\n\n"));
         }
         info
     }
@@ -33,7 +38,10 @@ impl ServerHandler for GraphServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         // Boxed, like every handler here that awaits hooks or upstreams (see call_tool).
-        let tools = Box::pin(self.gateway().list_tools(self.tools().to_vec(), &context)).await;
+        let mut tools = Box::pin(self.gateway().list_tools(self.tools().to_vec(), &context)).await;
+        if let Some(authoring) = self.authoring() {
+            tools.extend(authoring.tools());
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -47,6 +55,14 @@ impl ServerHandler for GraphServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(authoring) = self.authoring()
+            && authoring.handles(&request.name)
+        {
+            let arguments = request.arguments.unwrap_or_default();
+            return Ok(Box::pin(authoring.call(&request.name, arguments))
+                .await
+                .into());
+        }
         if !self.owns(&request.name)
             && let Some(route) = self.gateway().route(&request.name).await
         {

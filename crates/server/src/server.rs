@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use mcpflow_authoring::Authoring;
 use mcpflow_config::{Config, ServerMeta};
 use mcpflow_engine::{Control, Engine, Graph, Run, RunEnd, RunRequest, SchemaValidator, Waiting};
 use mcpflow_gateway::{Gateway, ToolRunner};
@@ -35,6 +36,8 @@ struct Inner {
     /// Upstream tools, resources and prompts passed through (`proxy:`), and every hook,
     /// those on graph tools (`appliesTo`) included.
     gateway: Arc<Gateway>,
+    /// The built-in authoring tools (`mcpflow_*`), when `--authoring` or `authoring:` asks.
+    authoring: Option<Authoring>,
 }
 
 struct ToolEntry {
@@ -87,6 +90,7 @@ impl GraphServer {
                 by_name,
                 companions,
                 gateway,
+                authoring: None,
             }),
         })
     }
@@ -104,22 +108,43 @@ impl GraphServer {
         &self.inner.gateway
     }
 
+    /// Adds the built-in authoring tools. Fails when a tool of this config is named in their
+    /// namespace (`mcpflow_…`), or when the server is already shared (add them first).
+    pub fn with_authoring(self, authoring: Authoring) -> Result<Self, ServerError> {
+        mcpflow_authoring::check_names(self.inner.tools.iter().map(|t| &*t.name))?;
+        let mut inner = Arc::try_unwrap(self.inner).map_err(|_| ServerError::AlreadyShared)?;
+        inner.authoring = Some(authoring);
+        Ok(GraphServer {
+            inner: Arc::new(inner),
+        })
+    }
+
+    pub(crate) fn authoring(&self) -> Option<&Authoring> {
+        self.inner.authoring.as_ref()
+    }
+
     pub(crate) fn meta(&self) -> &ServerMeta {
         &self.inner.meta
     }
 
-    /// One of this config's own tools (a graph tool or a companion) as listed.
+    /// One of this server's own tools (a graph tool, a companion or a built-in) as listed.
     pub(crate) fn own_tool(&self, name: &str) -> Option<Tool> {
         if let Some(entry) = self.inner.by_name.get(name) {
             return Some(entry.tool.clone());
         }
-        self.inner.companions.contains_key(name).then_some(())?;
-        self.inner.tools.iter().find(|t| t.name == name).cloned()
+        if self.inner.companions.contains_key(name) {
+            return self.inner.tools.iter().find(|t| t.name == name).cloned();
+        }
+        let authoring = self.authoring()?;
+        authoring.tools().into_iter().find(|t| t.name == name)
     }
 
-    /// Whether `name` is one of this config's own tools (a graph tool or a companion).
+    /// Whether `name` is one of this server's own tools (a graph tool, a companion or a
+    /// built-in authoring tool): never routed to the gateway.
     pub(crate) fn owns(&self, name: &str) -> bool {
-        self.inner.by_name.contains_key(name) || self.inner.companions.contains_key(name)
+        self.inner.by_name.contains_key(name)
+            || self.inner.companions.contains_key(name)
+            || self.authoring().is_some_and(|a| a.handles(name))
     }
 
     pub(crate) fn output_validator(&self, tool: &str) -> Option<&SchemaValidator> {

@@ -7,6 +7,7 @@
 
 mod support;
 
+use mcpflow_server::{GraphServer, ServerError};
 use rmcp::model::{CallToolRequestParams, ErrorCode};
 use serde_json::json;
 use support::{call, text};
@@ -182,4 +183,78 @@ async fn one_hook_sequence_guards_proxied_and_graph_tools_alike() {
     assert!(caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true));
     assert!(caps.logging.is_some());
     client.cancel().await.expect("closes");
+}
+
+const AUTHORING: &str = r#"
+version: "1.0"
+server: {name: authored, version: "1.0.0", instructions: "Graph tools for tests."}
+authoring: {search: false}
+tools:
+  - name: graph_echo
+    description: "answers its arguments"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: exit}
+      - {id: exit, type: exit}
+"#;
+
+#[tokio::test]
+async fn the_authoring_tools_are_listed_and_answer_only_when_added() {
+    let (_dir, loaded, engine) = support::load(AUTHORING);
+    let authoring = support::authoring(&loaded, &engine);
+    let plain = GraphServer::new(&loaded.config, engine).expect("starts");
+    let with = plain.clone().with_authoring(authoring.clone());
+    assert!(
+        matches!(with, Err(ServerError::AlreadyShared)),
+        "a clone shares the server"
+    );
+    let client = support::connect(plain).await;
+    assert_eq!(support::tool_names(&client).await, ["graph_echo"]);
+    let e = client
+        .call_tool(CallToolRequestParams::new("mcpflow_node_types"))
+        .await
+        .expect_err("not a tool without authoring");
+    assert!(e.to_string().contains("unknown tool"), "{e}");
+    client.cancel().await.expect("closes");
+
+    let (_dir, loaded, engine) = support::load(AUTHORING);
+    let authoring = support::authoring(&loaded, &engine);
+    let server = GraphServer::new(&loaded.config, engine)
+        .and_then(|s| s.with_authoring(authoring))
+        .expect("authoring added");
+    let client = support::connect(server).await;
+    let names = support::tool_names(&client).await;
+    assert_eq!(names[0], "graph_echo");
+    assert!(names.contains(&"mcpflow_syntax".to_owned()), "{names:?}");
+    // `search: false` in the config's section: the search tool is not listed at all.
+    assert!(!names.contains(&"mcpflow_search".to_owned()), "{names:?}");
+    let instructions = client
+        .peer_info()
+        .and_then(|i| i.instructions.clone())
+        .expect("instructions");
+    assert!(
+        instructions.starts_with("Graph tools for tests."),
+        "{instructions}"
+    );
+    assert!(instructions.contains("mcpflow_syntax"), "{instructions}");
+    let r = call(&client, "mcpflow_node_types", json!({})).await;
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    assert!(text(&r).contains("transform"), "{}", text(&r));
+    client.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn a_graph_tool_in_the_authoring_namespace_is_refused() {
+    let yaml = AUTHORING.replace("name: graph_echo", "name: mcpflow_echo");
+    let (_dir, loaded, engine) = support::load(&yaml);
+    let authoring = support::authoring(&loaded, &engine);
+    let refused = GraphServer::new(&loaded.config, engine)
+        .and_then(|s| s.with_authoring(authoring))
+        .err()
+        .expect("a clash");
+    let message = refused.to_string();
+    assert!(
+        message.contains("`mcpflow_echo`") && message.contains("reserved"),
+        "{message}"
+    );
 }

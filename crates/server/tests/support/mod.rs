@@ -34,10 +34,10 @@ pub fn fixture() -> PathBuf {
     bin
 }
 
-/// The server of `yaml` (`{fixture}` replaced by the fixture's path), loaded from a file in a
-/// temporary directory as `mcpflow serve FILE` loads it; the directory lives as long as the
+/// `yaml` (`{fixture}` replaced by the fixture's path) loaded from a file in a temporary
+/// directory and compiled, as `mcpflow serve FILE` does; the directory lives as long as the
 /// caller keeps it.
-pub async fn server(yaml: &str) -> (tempfile::TempDir, GraphServer) {
+pub fn load(yaml: &str) -> (tempfile::TempDir, mcpflow_config::Loaded, Engine) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("mcpflow.yaml");
     let yaml = yaml.replace("{fixture}", &fixture().display().to_string());
@@ -54,6 +54,12 @@ pub async fn server(yaml: &str) -> (tempfile::TempDir, GraphServer) {
             mcpflow_engine::check,
         )
         .unwrap_or_else(|e| panic!("the config compiles: {e}"));
+    (dir, loaded, engine)
+}
+
+/// The server of `yaml` (see [`load`]), its proxied names checked as at start.
+pub async fn server(yaml: &str) -> (tempfile::TempDir, GraphServer) {
+    let (dir, loaded, engine) = load(yaml);
     let server = GraphServer::new(&loaded.config, engine).expect("the server starts");
     server
         .gateway()
@@ -61,6 +67,16 @@ pub async fn server(yaml: &str) -> (tempfile::TempDir, GraphServer) {
         .await
         .expect("no name is taken twice");
     (dir, server)
+}
+
+/// The built-in authoring tools of a loaded config, with its `authoring:` flags.
+pub fn authoring(loaded: &mcpflow_config::Loaded, engine: &Engine) -> mcpflow_authoring::Authoring {
+    let served = mcpflow_authoring::Served {
+        engine: engine.clone(),
+        config: std::sync::Arc::new(loaded.config.clone()),
+        base_dir: loaded.base_dir.clone(),
+    };
+    mcpflow_authoring::Authoring::new(loaded.config.authoring.unwrap_or_default(), served)
 }
 
 /// A client named `mcpflow-tests` (2025-11-25) connected in process to `server`.
