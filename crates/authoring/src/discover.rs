@@ -67,6 +67,14 @@ fn known_server<'a>(served: &'a Served, server: &str) -> Result<&'a str, Answer>
     if let Some((name, _)) = served.config.mcp_servers.get_key_value(server) {
         return Ok(name);
     }
+    Err(Answer::Refused(format!(
+        "{} (mcpflow_list_upstreams lists them)",
+        unknown_server(served, server)
+    )))
+}
+
+/// Why `server` is no declared upstream: its name and a "did you mean", or the names there are.
+pub(crate) fn unknown_server(served: &Served, server: &str) -> String {
     let names: Vec<&str> = served
         .config
         .mcp_servers
@@ -78,9 +86,7 @@ fn known_server<'a>(served: &'a Served, server: &str) -> Result<&'a str, Answer>
         None if names.is_empty() => "this config declares no upstream servers".to_owned(),
         None => format!("the servers are: {}", names.join(", ")),
     };
-    Err(Answer::Refused(format!(
-        "no upstream server named \"{server}\"; {hint} (mcpflow_list_upstreams lists them)"
-    )))
+    format!("no upstream server named \"{server}\"; {hint}")
 }
 
 pub(crate) async fn upstream_tools(served: &Served, args: &Args<'_>) -> Answer {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::Served;
 use crate::answer::Answer;
-use crate::args::{Args, Malformed, closest};
+use crate::args::{Args, Malformed};
 use crate::expression::{failed, input};
 use crate::tools::Spec;
 
@@ -19,22 +19,8 @@ pub(crate) async fn answer(served: &Served, spec: &Spec, args: &Args<'_>) -> Ans
         return Malformed::new(spec, "both `server` and `tool` are required").into();
     };
     if !served.config.mcp_servers.contains_key(server) {
-        let names: Vec<&str> = served
-            .config
-            .mcp_servers
-            .keys()
-            .map(String::as_str)
-            .collect();
-        let hint = match closest(server, names.iter().copied()) {
-            Some(c) => format!("did you mean \"{c}\"?"),
-            None if names.is_empty() => "this config declares no upstream servers".to_owned(),
-            None => format!("the servers are: {}", names.join(", ")),
-        };
-        return Malformed::new(
-            spec,
-            format!("no upstream server named \"{server}\"; {hint}"),
-        )
-        .into();
+        let why = crate::discover::unknown_server(served, server);
+        return Malformed::new(spec, why).into();
     }
     let template_src = args.value("args").cloned().unwrap_or_else(|| json!({}));
     let template = match Template::compile(&template_src) {

@@ -52,6 +52,23 @@ pub fn check(tools: &[ToolParts]) -> Vec<CompileError> {
     c.errors
 }
 
+/// Hook scripts are compiled (and run) by the gateway when the server starts; checked here
+/// too, so that `validate` and `run`, which load through the engine alone, refuse what
+/// `serve` would.
+pub(crate) fn check_hooks(hooks: &[mcpflow_model::proxy::Hook], c: &mut Compiler<'_>) {
+    let options = mcpflow_sandbox::SandboxOptions::default();
+    for (i, hook) in hooks.iter().enumerate() {
+        let Some(source) = &hook.script else { continue };
+        let name = format!("hook:{}", hook.id);
+        if let Err(e) = mcpflow_sandbox::Script::check(&options, &name, source) {
+            c.push(CompileError::new(
+                format!("/hooks/{i}/script"),
+                format!("hook \"{}\" does not compile: {e}", hook.id),
+            ));
+        }
+    }
+}
+
 /// `tool "name"`, or `tool #N` for a tool without a usable name.
 pub(crate) fn tool_label(name: Option<&str>, index: usize) -> String {
     match name {

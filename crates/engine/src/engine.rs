@@ -55,6 +55,7 @@ impl Engine {
                 graphs.insert(tool.name.clone(), Arc::new(graph));
             }
         }
+        crate::compile::check_hooks(&config.hooks, &mut compiler);
         if !compiler.errors.is_empty() {
             return Err(CompileErrors(compiler.errors));
         }

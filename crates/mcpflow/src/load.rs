@@ -58,6 +58,18 @@ pub async fn validate(args: ValidateArgs) -> ExitCode {
         }
     }
     let c = &loaded.config;
+    // What a client will see of a tool that can wait: the handle, while its run waits.
+    for tool in &c.tools {
+        let waits = engine.graph(&tool.name).is_some_and(|g| g.can_wait());
+        if waits && tool.output_schema.is_some() {
+            eprintln!(
+                "note: tool `{}` can wait: while its run waits, a call answers the waiting handle \
+                 ({{status: \"waiting\", sessionId, …}}) as its structured content, and its listed \
+                 outputSchema admits either (anyOf) so that clients checking it accept the handle",
+                tool.name
+            );
+        }
+    }
     let nodes: usize = c.tools.iter().map(|t| t.nodes.len()).sum();
     let line = format!(
         "{}: ok: server `{}` {}, {} tool(s), {} node(s), {} upstream server(s){}",

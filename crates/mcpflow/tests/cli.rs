@@ -254,3 +254,42 @@ fn readme_first_command_prints_the_sum() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout_json(&out), json!({"sum": 5050, "steps": 100}));
 }
+
+/// `validate` loads as `serve` does: a hook script that does not compile (which `serve`
+/// refuses at start) is an error at its place, not `ok`.
+#[test]
+fn validate_refuses_a_hook_script_serve_would_refuse() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = common::write_config(
+        dir.path(),
+        r#"version: "1.0"
+server: {name: hooked, version: "1.0.0"}
+mcpServers:
+  fx: {command: "{fixture}"}
+proxy:
+  upstreams:
+    fx: {include: [echo]}
+tools:
+  - name: t
+    description: "d"
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: exit}
+      - {id: exit, type: exit}
+hooks:
+  - id: broken
+    method: tools/call
+    phase: pre
+    script: "(ctx) => { return ctx;"
+"#,
+    );
+    let path = path.to_str().expect("utf-8");
+    let out = cli(&["validate", path], None);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("hook \"broken\" does not compile"), "{err}");
+    assert!(
+        err.contains(&format!("{path}:19:")),
+        "at the script's line: {err}"
+    );
+}

@@ -327,3 +327,48 @@ tools:
         "no step was half-written: {shown}"
     );
 }
+
+/// A tool that can wait and declares an `outputSchema`: the waiting handle is its structured
+/// content for a while, so the listed schema admits it (a client that checks structured
+/// content against the schema, as the Python SDK does, would otherwise refuse the handle and
+/// never learn the session id), and the finished result still has to match what was declared.
+#[tokio::test]
+async fn a_waiting_tool_with_an_output_schema_lists_one_the_handle_passes() {
+    let store = TestStore::sqlite();
+    let yaml = order_config(3600).replace(
+        "    inputSchema: {type: object, properties: {n: {type: integer}}, required: [n]}",
+        "    inputSchema: {type: object, properties: {n: {type: integer}}, required: [n]}\n    \
+         outputSchema: {type: object, properties: {ok: {type: boolean}}, required: [ok], $defs: {unused: {type: string}}}",
+    );
+    assert!(
+        yaml.contains("outputSchema"),
+        "the approve tool declares one"
+    );
+    let config = store.config(&yaml);
+    let s = serve(&config, &store.url, "a").await;
+    let c = &s.client;
+    let tools = c.list_all_tools().await.expect("tools/list");
+    let approve = tools.iter().find(|t| t.name == "approve").expect("listed");
+    let listed = Value::Object((*approve.output_schema.clone().expect("an outputSchema")).clone());
+    assert_eq!(listed["type"], "object");
+    assert!(
+        listed["$defs"].is_object(),
+        "root keywords stay at the root: {listed}"
+    );
+    let schema = mcpflow_engine::SchemaValidator::new(&listed).expect("a valid schema");
+    let w = start(c, "approve", json!({"n": 1})).await;
+    assert_eq!(
+        schema.check(&w),
+        Ok(()),
+        "the handle passes the listed schema: {w}"
+    );
+    assert!(
+        schema.check(&json!({"ok": "yes"})).is_err(),
+        "a result the declared schema refuses is still refused"
+    );
+    let id = w["sessionId"].as_str().expect("a session id");
+    let done = structured(&cont(c, "approve", id, json!({"ok": true})).await);
+    assert_eq!(done, json!({"n": 1, "ok": true}));
+    assert_eq!(schema.check(&done), Ok(()));
+    s.client.cancel().await.ok();
+}

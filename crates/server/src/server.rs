@@ -66,16 +66,22 @@ impl GraphServer {
             if let Some(title) = &def.title {
                 tool = tool.with_title(title.clone());
             }
-            if let Some(out) = &def.output_schema {
-                tool = tool.with_raw_output_schema(object(out, "outputSchema")?);
-            }
-            if let Some(ann) = &def.annotations {
-                tool.annotations = serde_json::from_value(ann.clone()).ok();
-            }
             let graph = engine
                 .graph(&def.name)
                 .cloned()
                 .ok_or_else(|| ServerError::NotCompiled(def.name.clone()))?;
+            if let Some(out) = &def.output_schema {
+                let declared = object(out, "outputSchema")?;
+                // A run that waits answers its handle, which the listed schema must admit.
+                let listed = match engine.durability().is_some() && graph.can_wait() {
+                    true => Arc::new(crate::session::admitting_handle(&declared)),
+                    false => declared,
+                };
+                tool = tool.with_raw_output_schema(listed);
+            }
+            if let Some(ann) = &def.annotations {
+                tool.annotations = serde_json::from_value(ann.clone()).ok();
+            }
             tools.push(tool.clone());
             by_name.insert(def.name.clone(), ToolEntry { tool, graph });
         }

@@ -16,7 +16,7 @@ use mcpflow_store::Session;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, Tool};
 use rmcp::service::Peer;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Which companion a tool name is, and of which tool.
 #[derive(Debug, Clone)]
@@ -106,6 +106,48 @@ fn session_only() -> Value {
 
 /// The answer to a call whose run is waiting: the session handle, as structured content and
 /// as text.
+/// The listed `outputSchema` of a tool that can wait: its declared schema, or the waiting
+/// handle. A call that reaches an `await` answers the handle as its structured content, and a
+/// client that checks structured content against the listed schema (the Python SDK does, and
+/// raises) must accept it. Keywords that belong at the schema's root (`$schema`, `$id`,
+/// `$defs`, `definitions`) stay there, so the declared schema's references still resolve.
+pub(crate) fn admitting_handle(declared: &Map<String, Value>) -> Map<String, Value> {
+    let mut result = declared.clone();
+    let mut root = Map::new();
+    for key in ["$schema", "$id", "$defs", "definitions"] {
+        if let Some(v) = result.remove(key) {
+            root.insert(key.to_owned(), v);
+        }
+    }
+    root.insert("type".into(), json!("object"));
+    root.insert(
+        "anyOf".into(),
+        json!([Value::Object(result), handle_schema()]),
+    );
+    root
+}
+
+/// The waiting handle (`mcpflow_engine::Waiting::to_json`), as JSON Schema.
+pub(crate) fn handle_schema() -> Value {
+    json!({
+        "title": "waiting",
+        "description": "The run waits for input: continue it with the companion tool \
+                        `NAME_continue {sessionId, input}`, input matching `inputSchema`.",
+        "type": "object",
+        "properties": {
+            "status": {"const": "waiting"},
+            "sessionId": {"type": "string"},
+            "runId": {"type": "string"},
+            "nodeId": {"type": "string"},
+            "message": {},
+            "inputSchema": {"type": "object"},
+            "expiresAt": {},
+            "options": {}
+        },
+        "required": ["status", "sessionId"]
+    })
+}
+
 pub(crate) fn waiting_result(waiting: &Waiting) -> CallToolResult {
     let mut result = CallToolResult::structured(waiting.to_json());
     result.is_error = Some(false);
