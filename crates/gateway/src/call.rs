@@ -43,11 +43,18 @@ impl Gateway {
         );
         let arguments = exposed.arguments(request.arguments);
         let era = era.as_ref();
-        self.hooks
-            .around_call(traffic, &exposed.original, Some(arguments), |arguments| {
-                self.forward(exposed, arguments.unwrap_or_default(), era, context)
-            })
-            .await
+        // Without hooks the forwarded call is not nested inside the hooks' future: every
+        // level of nesting is another copy of it per call.
+        if !self.hooks.wraps(traffic) {
+            return self.forward(exposed, arguments, era, context).await;
+        }
+        Box::pin(
+            self.hooks
+                .around_call(traffic, &exposed.original, Some(arguments), |arguments| {
+                    self.forward(exposed, arguments.unwrap_or_default(), era, context)
+                }),
+        )
+        .await
     }
 
     async fn forward(

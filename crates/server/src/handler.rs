@@ -186,23 +186,36 @@ impl GraphServer {
         let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
         let name = request.name.clone();
         let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
+        let hooks = self.gateway().hooks();
+        // Without hooks the answer's future is not nested inside the hooks' own: every level
+        // of nesting is another copy of it per call.
+        if !hooks.wraps(traffic) {
+            return self.answer_own(request, &options).await;
+        }
         let arguments = request.arguments.clone();
         let (mut request, options) = (request, &options);
-        self.gateway()
-            .hooks()
-            .around_call(traffic, &name, arguments, |arguments| async move {
-                request.arguments = arguments;
-                if let Some(response) = self.resume(&request, options).await {
-                    return Ok(response);
-                }
-                let called = self
-                    .call_graph(&request.name, request.arguments, options)
-                    .await?;
-                Ok(crate::session::input::respond(
-                    called,
-                    options.deferred.as_deref(),
-                ))
-            })
-            .await
+        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
+            request.arguments = arguments;
+            self.answer_own(request, options)
+        }))
+        .await
+    }
+
+    /// A session's resumption (a 2026-07-28 retry), or a run of the tool.
+    async fn answer_own(
+        &self,
+        request: CallToolRequestParams,
+        options: &CallOptions,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(response) = self.resume(&request, options).await {
+            return Ok(response);
+        }
+        let called = self
+            .call_graph(&request.name, request.arguments, options)
+            .await?;
+        Ok(crate::session::input::respond(
+            called,
+            options.deferred.as_deref(),
+        ))
     }
 }

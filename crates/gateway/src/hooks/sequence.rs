@@ -21,6 +21,12 @@ use serde_json::{Map, Value, json};
 use super::{Hooks, Traffic, Verdict};
 
 impl Hooks {
+    /// Whether any hook runs around `target` (in either phase): without one, a caller can
+    /// make the call itself instead of nesting it in [`Hooks::around_call`].
+    pub fn wraps(&self, target: Traffic<'_>) -> bool {
+        self.any(HookPhase::Pre, target) || self.any(HookPhase::Post, target)
+    }
+
     /// `tools` after the `tools/list` hooks of `target`; none when a hook rejects.
     pub async fn around_list(&self, target: Traffic<'_>, tools: Vec<Tool>) -> Vec<Tool> {
         debug_assert!(matches!(target.method, HookMethod::ToolsList));
