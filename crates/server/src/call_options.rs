@@ -26,6 +26,20 @@ pub struct CallOptions {
 }
 
 impl CallOptions {
+    /// What the request of `context` brings: its cancellation, its progress token, the client
+    /// to ask, and whether it is of the 2026-07-28 era (asked through "input required").
+    pub(crate) fn of(context: &rmcp::service::RequestContext<RoleServer>) -> CallOptions {
+        CallOptions {
+            cancel: Some(context.ct.clone()),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| (context.peer.clone(), token)),
+            peer: Some(context.peer.clone()),
+            deferred: crate::session::input::deferred_ask(context),
+        }
+    }
+
     /// Drives a run (started by `start` with the progress sender, if the client asked for
     /// progress) under this call's cancellation, forwarding its events as progress
     /// notifications until it ends. The sender lives inside the run's future, so the channel

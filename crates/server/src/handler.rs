@@ -71,7 +71,23 @@ impl ServerHandler for GraphServer {
             // on every spawn) for every request, whichever branch it takes.
             return Box::pin(self.gateway().call(&route, request, &context)).await;
         }
-        Box::pin(self.call_own(request, context)).await
+        let options = CallOptions::of(&context);
+        let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
+        let name = request.name.clone();
+        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
+        let hooks = self.gateway().hooks();
+        // Without hooks the answer's future is not nested inside the hooks' own: every level
+        // of nesting is another copy of it per call.
+        if !hooks.wraps(traffic) {
+            return Box::pin(self.answer_own(request, &options)).await;
+        }
+        let arguments = request.arguments.clone();
+        let (mut request, options) = (request, &options);
+        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
+            request.arguments = arguments;
+            self.answer_own(request, options)
+        }))
+        .await
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -167,40 +183,6 @@ impl ServerHandler for GraphServer {
 }
 
 impl GraphServer {
-    /// A `tools/call` of one of this config's own tools, inside the hooks that apply to
-    /// graph tools: a session's resumption, or a run (its answer, or the run that waits).
-    async fn call_own(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let options = CallOptions {
-            cancel: Some(context.ct.clone()),
-            progress: context
-                .meta
-                .get_progress_token()
-                .map(|token| (context.peer.clone(), token)),
-            peer: Some(context.peer.clone()),
-            deferred: crate::session::input::deferred_ask(&context),
-        };
-        let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
-        let name = request.name.clone();
-        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
-        let hooks = self.gateway().hooks();
-        // Without hooks the answer's future is not nested inside the hooks' own: every level
-        // of nesting is another copy of it per call.
-        if !hooks.wraps(traffic) {
-            return self.answer_own(request, &options).await;
-        }
-        let arguments = request.arguments.clone();
-        let (mut request, options) = (request, &options);
-        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
-            request.arguments = arguments;
-            self.answer_own(request, options)
-        }))
-        .await
-    }
-
     /// A session's resumption (a 2026-07-28 retry), or a run of the tool.
     async fn answer_own(
         &self,
