@@ -523,3 +523,26 @@ async fn history_functions_in_a_branch_read_the_fork_prefix_then_the_branch() {
     assert_eq!((&*p.node, p.item, p.index), ("b1", Some(0), Some(b1.index)));
     assert_eq!(b1.parent.as_ref().unwrap().branch.as_deref(), Some("b"));
 }
+
+/// An mcp node naming a tool its upstream does not have fails with the upstream's tools listed,
+/// the closest name first, whatever words the upstream itself chose for the refusal.
+#[tokio::test]
+async fn a_misspelt_upstream_tool_fails_with_the_tools_the_upstream_has() {
+    let e = engine(
+        r#"
+  - name: typo
+    nodes:
+      - { id: entry, type: entry, next: call }
+      - { id: call, type: mcp, server: fx, tool: ecoh, args: { x: 1 }, next: exit }
+      - { id: exit, type: exit }
+"#,
+    );
+    let run = e.run(RunRequest::new("typo", json!({}))).await;
+    let err = run.error().expect("the run fails");
+    assert!(
+        err.message
+            .contains("upstream `fx` has no tool `ecoh`; its tools: echo, "),
+        "{}",
+        err.message
+    );
+}

@@ -51,21 +51,58 @@ impl Executor<'_> {
                 Some(id),
                 e.to_string(),
             )),
+            Err(e @ UpstreamError::Rejected { .. }) => {
+                let hint = self.unknown_tool(server, tool).await;
+                Err(RunError::new(
+                    RunErrorKind::Upstream,
+                    Some(id),
+                    format!("{e}{hint}"),
+                ))
+            }
             Err(e) => Err(RunError::new(
                 RunErrorKind::Upstream,
                 Some(id),
                 e.to_string(),
             )),
-            Ok(r) if r.is_error => Err(RunError::new(
-                RunErrorKind::ToolError,
-                Some(id),
-                format!(
-                    "tool `{tool}` of `{server}` failed: {}",
-                    tool_error_message(&r)
-                ),
-            )),
+            Ok(r) if r.is_error => {
+                let hint = self.unknown_tool(server, tool).await;
+                Err(RunError::new(
+                    RunErrorKind::ToolError,
+                    Some(id),
+                    format!(
+                        "tool `{tool}` of `{server}` failed: {}{hint}",
+                        tool_error_message(&r)
+                    ),
+                ))
+            }
             Ok(r) => Ok(mcp_output(r).map(Value::from_json)),
         }
+    }
+
+    /// When a call the upstream refused or failed named a tool the upstream does not list:
+    /// `; upstream `s` has no tool `t`; its tools: …` (with the closest name first), so the
+    /// graph's author sees the typo, not only the upstream's own words. Empty otherwise, and
+    /// when the upstream cannot be listed. Only on the failure path: a listing is cached.
+    async fn unknown_tool(&self, server: &str, tool: &str) -> String {
+        let Ok(tools) = self.shared.pool.list_tools(server).await else {
+            return String::new();
+        };
+        if tools.iter().any(|t| t.name == tool) {
+            return String::new();
+        }
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort_by_key(|n| strsim::osa_distance(n, tool));
+        let shown: Vec<&str> = names.iter().take(20).copied().collect();
+        let more = names.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        format!(
+            "; upstream `{server}` has no tool `{tool}`; its tools: {}{more}",
+            shown.join(", ")
+        )
     }
 
     /// An upstream call whose progress notifications become [`Event::UpstreamProgress`].

@@ -61,12 +61,19 @@ impl Guard {
             return Err("missing or unreadable Host header");
         };
         if !self.host_allowed(host) {
-            return Err("Host not allowed");
+            return Err(
+                "Host not allowed (only loopback names are accepted by default, against DNS \
+                 rebinding; start mcpflow with `--allowed-host NAME` for each name clients use, \
+                 or list them in `http.allowedHosts`)",
+            );
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().map_err(|_| "unreadable Origin header")?;
             if !self.origin_allowed(origin) {
-                return Err("Origin not allowed");
+                return Err(
+                    "Origin not allowed (a browser page's origin must name this server; list \
+                     others in `http.allowedOrigins`)",
+                );
             }
         }
         Ok(())
@@ -299,6 +306,31 @@ mod tests {
         ] {
             assert!(!g.host_allowed(h), "{h}");
         }
+    }
+
+    #[test]
+    fn a_refused_host_is_told_how_to_open_up() {
+        let g = guard(&[], &[]);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::HOST,
+            "box.lan:8080".parse().expect("a header value"),
+        );
+        let why = g.check_origin(&headers).expect_err("refused");
+        assert!(
+            why.contains("--allowed-host") && why.contains("http.allowedHosts"),
+            "{why}"
+        );
+        headers.insert(
+            header::HOST,
+            "localhost:8080".parse().expect("a header value"),
+        );
+        headers.insert(
+            header::ORIGIN,
+            "https://evil.example".parse().expect("a header value"),
+        );
+        let why = g.check_origin(&headers).expect_err("refused");
+        assert!(why.contains("http.allowedOrigins"), "{why}");
     }
 
     #[test]
