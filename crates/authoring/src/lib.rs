@@ -141,6 +141,13 @@ impl Authoring {
         self.listed().map(|s| s.tool(&self.settings)).collect()
     }
 
+    /// The built-in tool `name` as listed, when the flags list it.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.listed()
+            .find(|s| s.name == name)
+            .map(|s| s.tool(&self.settings))
+    }
+
     /// Whether `name` is a built-in tool this server lists.
     pub fn handles(&self, name: &str) -> bool {
         self.listed().any(|s| s.name == name)

@@ -52,7 +52,6 @@ pub async fn run(args: RunArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let graph = graph.clone();
     let store = match crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None))
         .await
     {

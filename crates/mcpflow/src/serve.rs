@@ -42,22 +42,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     };
     // Proxied tool names are checked against each other (and against the built-in tools'
     // namespace) once the upstreams answer.
-    let checked = server
-        .gateway()
-        .check_names()
-        .await
-        .map_err(|e| e.to_string());
-    let checked =
-        checked.and_then(
-            |()| match args.authoring || loaded.config.authoring.is_some() {
-                true => {
-                    let names = server.gateway().listed_names();
-                    mcpflow_authoring::check_names(names.iter().map(String::as_str))
-                        .map_err(|e| e.to_string())
-                }
-                false => Ok(()),
-            },
-        );
+    let checked = server.check_names().await;
     if let Err(e) = checked {
         eprintln!("{}: {e}", args.config.config.display());
         pool.shutdown().await;

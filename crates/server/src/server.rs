@@ -125,6 +125,18 @@ impl GraphServer {
         })
     }
 
+    /// At start, once the upstreams answer: no two proxied tools under one name, and, with the
+    /// authoring tools, no proxied tool in their namespace (graph tools were checked when they
+    /// were added).
+    pub async fn check_names(&self) -> Result<(), ServerError> {
+        self.gateway().check_names().await?;
+        if self.authoring().is_some() {
+            let names = self.gateway().listed_names();
+            mcpflow_authoring::check_names(names.iter().map(String::as_str))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn authoring(&self) -> Option<&Authoring> {
         self.inner.authoring.as_ref()
     }
@@ -141,8 +153,7 @@ impl GraphServer {
         if self.inner.companions.contains_key(name) {
             return self.inner.tools.iter().find(|t| t.name == name).cloned();
         }
-        let authoring = self.authoring()?;
-        authoring.tools().into_iter().find(|t| t.name == name)
+        self.authoring()?.tool(name)
     }
 
     /// Whether `name` is one of this server's own tools (a graph tool, a companion or a

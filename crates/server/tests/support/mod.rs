@@ -61,11 +61,7 @@ pub fn load(yaml: &str) -> (tempfile::TempDir, mcpflow_config::Loaded, Engine) {
 pub async fn server(yaml: &str) -> (tempfile::TempDir, GraphServer) {
     let (dir, loaded, engine) = load(yaml);
     let server = GraphServer::new(&loaded.config, engine).expect("the server starts");
-    server
-        .gateway()
-        .check_names()
-        .await
-        .expect("no name is taken twice");
+    server.check_names().await.expect("no name is taken twice");
     (dir, server)
 }
 
