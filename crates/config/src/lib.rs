@@ -21,6 +21,7 @@
 //! ```
 //!
 //! What loading checks, in order, collecting everything it finds:
+//! - `include:`d files of graph tools (`tools:` only), appended with their own positions;
 //! - YAML syntax, duplicate keys, and input budgets (size, nesting depth, alias expansion);
 //! - structure, against the JSON Schema generated from the types ([`schema()`]): unknown keys
 //!   (with a "did you mean"), missing keys, wrong types, limits that are not positive integers;
@@ -45,6 +46,7 @@
 
 mod error;
 mod flow;
+mod include;
 pub mod interpolate;
 mod load;
 mod mcp_json;
@@ -61,6 +63,7 @@ mod version;
 mod yaml;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use include::{MAX_INCLUDED_FILES, save_dir};
 pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
 pub use mcpflow_model::*;
 pub use mcpflow_model::{http, session};

@@ -186,6 +186,9 @@ impl<'a> Loader<'a> {
             );
         }
         merge_warnings.extend(crate::mcpgraph_0_1_23::recognise(&mut doc, &mut sources));
+        let included = crate::include::files(&doc, dir, &mut problems);
+        crate::include::merge(&included, &path, &mut doc, &mut sources, &mut problems);
+        crate::include::check_save_dir(&doc, &mut problems);
         problems.extend(structure::check(&doc, &sources));
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);
         Ok(checked(doc, sources, problems, merge_warnings, path, dir))
@@ -403,7 +406,8 @@ impl Loader<'_> {
     }
 }
 
-fn read(path: &Path, name: &str) -> Result<String, ConfigErrors> {
+/// A config (or included) file's text, within the size limit.
+pub(crate) fn read(path: &Path, name: &str) -> Result<String, ConfigErrors> {
     let fail = |message: String| {
         ConfigErrors::single(ConfigError {
             file: name.to_owned(),

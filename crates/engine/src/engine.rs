@@ -29,8 +29,18 @@ pub(crate) struct Inner {
     /// Set once, when the server attaches a store (see [`Engine::attach_durability`]).
     durability: std::sync::OnceLock<crate::durable::Durability>,
     next_run: AtomicU64,
+    /// The engines this one replaced (a reload), newest last: a session or an interrupted run
+    /// pinned to one of their config versions goes on there, on the graph it started with.
+    predecessors: std::sync::Mutex<Vec<Engine>>,
     /// Distinguishes run ids of this process from those of another one.
     instance: u64,
+}
+
+/// How many replaced engines a reloaded one keeps for their waiting sessions.
+pub const MAX_PREDECESSORS: usize = 16;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A tool as the server lists it.
@@ -71,9 +81,39 @@ impl Engine {
                 limits: Limits::default(),
                 durability: std::sync::OnceLock::new(),
                 next_run: AtomicU64::new(1),
+                predecessors: std::sync::Mutex::new(Vec::new()),
                 instance,
             }),
         })
+    }
+
+    /// Makes this engine the successor of `previous`, which a reload replaces: sessions and
+    /// interrupted runs pinned to `previous`'s config version (or to one it succeeded) are
+    /// continued there, on the graphs they started with. The newest [`MAX_PREDECESSORS`] are
+    /// kept; a session of an older one is refused as started on another config.
+    pub fn succeed(&self, previous: &Engine) {
+        if Arc::ptr_eq(&self.inner, &previous.inner) {
+            return;
+        }
+        // Taken, not copied: `previous` then holds no chain, so memory stays bounded.
+        let mut kept = std::mem::take(&mut *lock(&previous.inner.predecessors));
+        kept.push(previous.clone());
+        let excess = kept.len().saturating_sub(MAX_PREDECESSORS);
+        kept.drain(..excess);
+        *lock(&self.inner.predecessors) = kept;
+    }
+
+    /// The engine a run or session pinned to `version` belongs to, when it is not this one's:
+    /// one this engine succeeded.
+    pub(crate) fn predecessor(&self, version: &str) -> Option<Engine> {
+        lock(&self.inner.predecessors)
+            .iter()
+            .rev()
+            .find(|e| {
+                e.durability()
+                    .is_some_and(|d| d.config_version == version)
+            })
+            .cloned()
     }
 
     pub fn graphs(&self) -> impl Iterator<Item = &Arc<Graph>> {

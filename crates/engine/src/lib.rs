@@ -49,7 +49,7 @@ mod schema;
 pub use compile::check;
 pub use control::{Control, DebugState};
 pub use durable::{Durability, SessionError};
-pub use engine::{Engine, ToolInfo};
+pub use engine::{Engine, MAX_PREDECESSORS, ToolInfo};
 pub use error::{RunError, RunErrorKind};
 pub use event::Event;
 pub use graph::Graph;

@@ -91,7 +91,7 @@ impl Gateway {
 
     /// Feeds one `subscriptions/listen` stream with the upstreams' tool list changes until
     /// the client ends it. rmcp has acknowledged it already and filters what it carries.
-    pub async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+    pub async fn listen(&self, context: &SubscriptionContext) -> Result<(), McpError> {
         if !self.active {
             context.cancelled().await;
             return Ok(());

@@ -25,6 +25,11 @@ pub struct Config {
     /// The graph tools this server lists.
     #[serde(default)]
     pub tools: Vec<ToolDef>,
+    /// More files of graph tools, relative to this file: paths, or `DIR/*.yaml` (every file of
+    /// DIR whose name matches, in name order). Each holds `tools:` only; its tools follow this
+    /// file's. `mcpflow_save_tool` writes to the first `DIR/*.yaml` entry's directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
     /// Upstreams whose tools, resources and prompts are passed through to clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<crate::proxy::ProxyConfig>,

@@ -178,7 +178,7 @@ impl ServerHandler for GraphServer {
     }
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
-        Box::pin(self.gateway().listen(context)).await
+        Box::pin(self.gateway().listen(&context)).await
     }
 }
 

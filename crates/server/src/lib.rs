@@ -15,6 +15,7 @@ mod call_options;
 mod error;
 mod handler;
 mod http;
+mod live;
 mod result;
 mod server;
 mod session;
@@ -22,13 +23,15 @@ mod session;
 pub use call_options::CallOptions;
 pub use error::ServerError;
 pub use http::{HttpLimits, HttpListener, HttpOptions, ReadinessCheck};
+pub use live::LiveServer;
 pub use mcpflow_gateway::Gateway;
 pub use result::tool_result;
 pub use server::GraphServer;
 
 /// Serves `server` on stdin/stdout until the client disconnects.
-pub async fn serve_stdio(server: GraphServer) -> Result<(), ServerError> {
+pub async fn serve_stdio(server: impl Into<LiveServer>) -> Result<(), ServerError> {
     use rmcp::ServiceExt;
+    let server: LiveServer = server.into();
     let running = match stdio_pipes() {
         // Pipes (how MCP clients start servers) are read and written asynchronously: tokio's
         // Stdin hands every read to a blocking thread, a hop that costs tens of µs per message.

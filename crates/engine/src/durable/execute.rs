@@ -94,6 +94,11 @@ impl Engine {
     pub async fn resume_interrupted(&self, run_id: &str) -> Result<Run, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
         let run = durability.store.get_run(run_id).await?;
+        if run.summary.config_version != durability.config_version
+            && let Some(older) = self.predecessor(&run.summary.config_version)
+        {
+            return Box::pin(older.resume_interrupted(run_id)).await;
+        }
         let graph = self
             .graph(&run.summary.tool)
             .ok_or_else(|| SessionError::Unknown(run_id.to_owned()))?;

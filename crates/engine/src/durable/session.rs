@@ -69,6 +69,9 @@ impl Engine {
         session_id: &str,
     ) -> Result<Run, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
+        if let Some(older) = self.engine_of_session(&request.tool, session_id).await? {
+            return Box::pin(older.continue_session(request, session_id)).await;
+        }
         let input = std::mem::take(&mut request.args);
         let tool = request.tool.as_str();
         let session = self.live_session(durability, tool, session_id).await?;
@@ -128,6 +131,23 @@ impl Engine {
             request,
         };
         Ok(self.execute_durable(durability, execution).await)
+    }
+
+    /// The engine this one succeeded that session `session_id` was started on, if it was
+    /// started before a reload (see [`Engine::succeed`]).
+    async fn engine_of_session(
+        &self,
+        tool: &str,
+        session_id: &str,
+    ) -> Result<Option<Engine>, SessionError> {
+        let Some(durability) = self.durability() else {
+            return Ok(None);
+        };
+        let session = self.session(tool, session_id).await?;
+        if session.config_version == durability.config_version {
+            return Ok(None);
+        }
+        Ok(self.predecessor(&session.config_version))
     }
 
     /// A session of `tool` that may be continued now, or why not.

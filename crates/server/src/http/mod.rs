@@ -25,7 +25,7 @@ mod sessions;
 mod sse;
 
 use crate::error::ServerError;
-use crate::server::GraphServer;
+use crate::live::LiveServer;
 use guard::{Guard, guard};
 use sessions::BoundedSessions;
 use sse::LegacySse;
@@ -136,10 +136,11 @@ impl HttpListener {
     /// requests in flight finish.
     pub async fn serve(
         self,
-        server: GraphServer,
+        server: impl Into<LiveServer>,
         options: HttpOptions,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
+        let server: LiveServer = server.into();
         let stopping = Arc::new(AtomicBool::new(false));
         let sessions = CancellationToken::new();
         let limits = options.limits.clone();

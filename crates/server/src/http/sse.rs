@@ -19,7 +19,7 @@ use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::guard::rpc_error;
-use crate::server::GraphServer;
+use crate::live::LiveServer;
 
 /// Messages a session may have queued towards the server before a POST waits.
 const INBOX: usize = 64;
@@ -27,7 +27,7 @@ const INBOX: usize = 64;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub(crate) struct LegacySse {
-    server: GraphServer,
+    server: LiveServer,
     sessions: Mutex<HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>>,
     max_sessions: usize,
     max_body_bytes: usize,
@@ -37,7 +37,7 @@ pub(crate) struct LegacySse {
 
 impl LegacySse {
     pub(crate) fn new(
-        server: GraphServer,
+        server: LiveServer,
         max_sessions: usize,
         max_body_bytes: usize,
         shutdown: CancellationToken,

@@ -1,0 +1,251 @@
+//! [`LiveServer`]: what the transports serve, a [`GraphServer`] that can be replaced while
+//! clients stay connected. Each request is answered by the server current when it arrived and
+//! keeps it to its end, so a run in flight finishes on the graph it started with; a reload
+//! swaps in the next one and tells every connected client `notifications/tools/list_changed`
+//! (on a 2025 session as a notification, on a 2026-07-28 `subscriptions/listen` stream on it).
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+    ServerConfig, ServerNotification, SubscriptionFilter, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use tokio::sync::watch;
+
+use crate::server::GraphServer;
+
+/// A [`GraphServer`] that [`LiveServer::replace`] swaps without dropping a connection. Cheap
+/// to clone; every clone serves the same current server.
+#[derive(Clone)]
+pub struct LiveServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    current: RwLock<GraphServer>,
+    /// Whether the tool list can change by a reload: declared as `tools.listChanged`.
+    reloads: bool,
+    /// Clients of 2025 sessions, told of each reload.
+    clients: Mutex<Vec<Peer<RoleServer>>>,
+    /// Counts replacements; `subscriptions/listen` streams follow it.
+    generation: watch::Sender<u64>,
+}
+
+impl From<GraphServer> for LiveServer {
+    fn from(server: GraphServer) -> Self {
+        LiveServer::new(server, false)
+    }
+}
+
+impl LiveServer {
+    /// Serves `server`; with `reloads`, clients are told the tool list may change (it will,
+    /// on [`LiveServer::replace`]).
+    pub fn new(server: GraphServer, reloads: bool) -> Self {
+        LiveServer {
+            shared: Arc::new(Shared {
+                current: RwLock::new(server),
+                reloads,
+                clients: Mutex::new(Vec::new()),
+                generation: watch::Sender::new(0),
+            }),
+        }
+    }
+
+    /// The server answering requests that arrive now.
+    pub fn current(&self) -> GraphServer {
+        self.shared
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Serves `next` from now on: requests in flight finish on the server they started on,
+    /// and every connected client hears that the tool list changed. Returns the server
+    /// replaced.
+    pub async fn replace(&self, next: GraphServer) -> GraphServer {
+        let clients: Vec<Peer<RoleServer>> = {
+            let mut clients = lock(&self.shared.clients);
+            clients.retain(|p| !p.is_transport_closed());
+            clients.clone()
+        };
+        for peer in &clients {
+            next.gateway().register_client(peer.clone());
+        }
+        let previous = std::mem::replace(
+            &mut *self
+                .shared
+                .current
+                .write()
+                .unwrap_or_else(|e| e.into_inner()),
+            next,
+        );
+        self.shared.generation.send_modify(|g| *g += 1);
+        for peer in clients {
+            // A client that went away meanwhile is dropped at the next registration.
+            let _ = peer.notify_tool_list_changed().await;
+        }
+        previous
+    }
+
+    /// Streams of 2026-07-28 clients: a tool list change per replacement, until the client
+    /// ends the stream.
+    async fn follow_replacements(&self, context: &SubscriptionContext) {
+        let mut generations = self.shared.generation.subscribe();
+        while generations.changed().await.is_ok() {
+            if context.accepted().tools_list_changed != Some(true) {
+                continue;
+            }
+            let changed = ServerNotification::ToolListChangedNotification(Default::default());
+            if context.sink().send(changed).await.is_err() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
+// Every method the GraphServer answers is passed to the one current when the request arrived.
+impl ServerHandler for LiveServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = self.current().get_info();
+        if self.shared.reloads {
+            let tools = info.capabilities.tools.get_or_insert_with(Default::default);
+            tools.list_changed = Some(true);
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.current().list_tools(request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.current().get_tool(name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.current().call_tool(request, context).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.shared.reloads {
+            let mut clients = lock(&self.shared.clients);
+            clients.retain(|p| !p.is_transport_closed());
+            clients.push(context.peer.clone());
+        }
+        self.current().on_initialized(context).await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        self.current().list_resources(request, context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        self.current()
+            .list_resource_templates(request, context)
+            .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        self.current().read_resource(request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        self.current().complete(request, context).await
+    }
+
+    #[expect(deprecated, reason = "clients on 2025-11-25 still set a log level")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.current().set_level(request, context).await
+    }
+
+    #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.current().subscribe(request, context).await
+    }
+
+    #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.current().unsubscribe(request, context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        self.current().list_prompts(request, context).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        self.current().get_prompt(request, context).await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let proxied = self.current().accepted_subscription_filter(requested);
+        if !self.shared.reloads {
+            return proxied;
+        }
+        let mut accepted = proxied.unwrap_or_default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let current = self.current();
+        tokio::select! {
+            result = current.gateway().listen(&context) => result,
+            () = self.follow_replacements(&context) => Ok(()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
