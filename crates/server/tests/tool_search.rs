@@ -269,3 +269,77 @@ async fn with_the_authoring_tools_every_name_is_listed_once() {
     assert!(names.iter().any(|n| n == FIND) && names.iter().any(|n| n == CALL));
     client.cancel().await.expect("closes");
 }
+
+/// Over npm's server-filesystem and server-everything: the search finds a tool by what it
+/// does, and the call tool reads a file as the direct call does.
+#[tokio::test]
+async fn npm_servers_are_found_by_what_their_tools_do() {
+    let ok = std::process::Command::new("npx")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "this test needs node and npx (scripts/test warms the npm servers)"
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    let root_path = root.path().canonicalize().expect("canonical tempdir");
+    std::fs::write(root_path.join("hello.txt"), "hello from disk").expect("write");
+    let yaml = format!(
+        r#"
+version: "1.0"
+server: {{name: gw, version: "1.0.0"}}
+mcpServers:
+  filesystem:
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "{root}"]
+  everything:
+    command: npx
+    args: ["-y", "@modelcontextprotocol/server-everything@2026.8.31"]
+proxy:
+  toolSearch: {{}}
+  upstreams:
+    filesystem: {{prefix: fs}}
+    everything: {{}}
+tools: []
+"#,
+        root = root_path.display()
+    );
+    let (_dir, client) = support::serve_yaml(&yaml).await;
+    assert_eq!(support::tool_names(&client).await, [FIND, CALL]);
+
+    let found = structured(&call(&client, FIND, json!({"query": "list directory"})).await);
+    assert_eq!(found["results"][0]["name"], "fs__list_directory", "{found}");
+    assert_eq!(found["results"][0]["server"], "filesystem");
+    assert!(
+        found["results"][0]["inputSchema"]["properties"]["path"].is_object(),
+        "{found}"
+    );
+    // Only the named server's tools.
+    let found = structured(
+        &call(
+            &client,
+            FIND,
+            json!({"query": "sum", "server": "everything"}),
+        )
+        .await,
+    );
+    let results = found["results"].as_array().expect("results");
+    assert_eq!(results[0]["name"], "everything__get-sum", "{found}");
+    assert!(
+        results.iter().all(|r| r["server"] == "everything"),
+        "{found}"
+    );
+
+    let file = root_path.join("hello.txt").display().to_string();
+    let direct = call(&client, "fs__read_text_file", json!({"path": file})).await;
+    let through = call(
+        &client,
+        CALL,
+        json!({"name": "fs__read_text_file", "arguments": {"path": file}}),
+    )
+    .await;
+    assert_eq!(text(&through), "hello from disk");
+    assert_eq!(through.content, direct.content);
+    client.cancel().await.expect("closes");
+}
