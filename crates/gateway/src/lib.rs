@@ -5,7 +5,7 @@
 //! gateway.check_names().await?;                 // at start: two tools under one name?
 //! let tools = gateway.list_tools(graph_tools, &context).await;
 //! match gateway.route(&name).await {
-//!     Some(route) => gateway.call(&route, request, &context).await,      // proxied
+//!     Some(route) => gateway.call(&route, request, &context).await,      // proxied, or tool search's
 //!     None => gateway.hooks().around_call(traffic, args, run_graph).await, // a graph tool
 //! }
 //! ```
