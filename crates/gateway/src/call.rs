@@ -20,7 +20,7 @@ use crate::era::{Era, send_options};
 use crate::expose::Exposed;
 use crate::gateway::{Gateway, client_name, lock};
 use crate::hooks::Traffic;
-use crate::listing::Route;
+use crate::listing::{Route, Target};
 
 impl Gateway {
     /// Forwards one `tools/call` of a proxied tool: hooks, arguments, progress both ways,
@@ -32,7 +32,21 @@ impl Gateway {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let exposed = &*route.0;
+        match &route.0 {
+            Target::Proxied(exposed) => self.call_proxied(exposed, request, context).await,
+            Target::Builtin(builtin) => {
+                Box::pin(self.call_builtin(*builtin, request, context)).await
+            }
+        }
+    }
+
+    /// One proxied tool's call, as [`Gateway::call`] describes it.
+    pub(crate) async fn call_proxied(
+        &self,
+        exposed: &Exposed,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let era = Era::of_call(&request, context);
         let client = client_name(&context.peer);
         let traffic = Traffic::proxied(

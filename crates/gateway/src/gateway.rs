@@ -56,6 +56,18 @@ impl Gateway {
         runner: Arc<dyn ToolRunner>,
     ) -> Result<Arc<Gateway>, GatewayError> {
         let hooks = Hooks::new(&config.hooks, runner)?;
+        if let Some(search) = config.proxy.as_ref().and_then(|p| p.tool_search.as_ref())
+            && search.is_enabled()
+            && let Some(taken) = config
+                .tools
+                .iter()
+                .find(|t| crate::search::Builtin::of(&t.name).is_some())
+        {
+            return Err(GatewayError::NameClash(format!(
+                "graph tool `{}` has the name of a built-in tool of `proxy.toolSearch`; rename the graph tool",
+                taken.name
+            )));
+        }
         let changes = pool.list_changes();
         let gateway = Arc::new(Gateway {
             pool,

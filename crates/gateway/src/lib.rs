@@ -5,7 +5,7 @@
 //! gateway.check_names().await?;                 // at start: two tools under one name?
 //! let tools = gateway.list_tools(graph_tools, &context).await;
 //! match gateway.route(&name).await {
-//!     Some(route) => gateway.call(&route, request, &context).await,      // proxied
+//!     Some(route) => gateway.call(&route, request, &context).await,      // proxied, or tool search's
 //!     None => gateway.hooks().around_call(traffic, args, run_graph).await, // a graph tool
 //! }
 //! ```
@@ -13,7 +13,8 @@
 //! The [`Gateway`] owns the proxied side of a served config: the upstreams it passes through
 //! (`proxy:`), each one's tools renamed, filtered and overridden ([`expose`]), their resources,
 //! prompts and completions ([`content`]), list changes re-announced, and every hook
-//! ([`hooks`]). It is always present: a config that proxies nothing has a gateway with no
+//! ([`hooks`]); in tool search mode (`proxy.toolSearch`) a search tool and a call tool listed
+//! in place of the proxied tools (`search.rs`). It is always present: a config that proxies nothing has a gateway with no
 //! upstreams, which declares and answers nothing beyond the graph tools.
 //!
 //! Hooks wrap proxied traffic and, for hooks that opt in, the config's own graph tools, in one
@@ -37,6 +38,7 @@ mod expose;
 mod gateway;
 pub mod hooks;
 mod listing;
+mod search;
 
 pub use error::GatewayError;
 pub use gateway::{Gateway, Offer};

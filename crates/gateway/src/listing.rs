@@ -15,10 +15,18 @@ use crate::error::GatewayError;
 use crate::expose::Exposed;
 use crate::gateway::{Gateway, client_name, lock};
 use crate::hooks::Traffic;
+use crate::search::Builtin;
 
-/// Where a call of a proxied tool goes: the upstream and the tool under its own name.
+/// Where a call the gateway answers goes: a proxied tool (the upstream and the tool under its
+/// own name), or a built-in tool of tool search mode.
 #[derive(Clone)]
-pub struct Route(pub(crate) Arc<Exposed>);
+pub struct Route(pub(crate) Target);
+
+#[derive(Clone)]
+pub(crate) enum Target {
+    Proxied(Arc<Exposed>),
+    Builtin(Builtin),
+}
 
 #[derive(Default)]
 pub(crate) struct Listings {
@@ -51,6 +59,11 @@ impl Gateway {
             .iter()
             .map(|n| (n.as_str(), format!("graph tool `{n}`")))
             .collect();
+        if self.tool_search().is_some() {
+            for b in Builtin::ALL {
+                owners.insert(b.name(), "the tool search's built-in tool".into());
+            }
+        }
         let mut clashes = Vec::new();
         for (server, listing) in &listings {
             match listing {
@@ -84,7 +97,8 @@ impl Gateway {
     }
 
     /// What this client is listed: the graph tools, then every proxied upstream's, each after
-    /// its `tools/list` hooks. A proxied tool whose name is taken is left out (and logged).
+    /// its `tools/list` hooks. A proxied tool whose name is taken is left out (and logged). In
+    /// tool search mode only the pinned proxied tools are listed, then the two built-in tools.
     pub async fn list_tools(
         &self,
         graph_tools: Vec<Tool>,
@@ -100,15 +114,35 @@ impl Gateway {
         if !self.active {
             return out;
         }
+        let proxied = Box::pin(self.proxied_tools(client)).await;
+        match self.tool_search() {
+            None => out.extend(proxied.into_iter().map(|(_, tool)| tool)),
+            Some(search) => {
+                out.extend(
+                    proxied
+                        .into_iter()
+                        .filter(|(_, tool)| search.is_pinned(&tool.name))
+                        .map(|(_, tool)| tool),
+                );
+                out.extend(Builtin::ALL.map(Builtin::tool));
+            }
+        }
+        out
+    }
+
+    /// The proxied tools this client may see, with their upstreams: every upstream's listing
+    /// after its `tools/list` hooks, a name taken already left out.
+    pub(crate) async fn proxied_tools(&self, client: Option<&str>) -> Vec<(Arc<str>, Tool)> {
         let listings = Box::pin(self.list_all()).await;
         let mut seen: HashSet<String> = self.graph_tools.clone();
+        let mut out = Vec::new();
         for (server, listing) in listings {
             let Ok(tools) = listing else { continue };
             let tools: Vec<Tool> = tools.iter().map(|t| t.tool.clone()).collect();
             let traffic = Traffic::proxied(HookMethod::ToolsList, &server, None, client);
             for tool in Box::pin(self.hooks.around_list(traffic, tools)).await {
                 if seen.insert(tool.name.to_string()) {
-                    out.push(tool);
+                    out.push((server.clone(), tool));
                 } else {
                     tracing::warn!(server = %server, tool = %tool.name, "proxied tool hidden: its name is taken");
                 }
@@ -118,13 +152,18 @@ impl Gateway {
     }
 
     /// Where a call of `name` goes, when it is a proxied tool (listing the upstreams first if
-    /// it is not known yet).
+    /// it is not known yet) or, in tool search mode, one of its built-in tools.
     pub async fn route(&self, name: &str) -> Option<Route> {
         if !self.active || self.graph_tools.contains(name) {
             return None;
         }
+        if self.tool_search().is_some()
+            && let Some(builtin) = Builtin::of(name)
+        {
+            return Some(Route(Target::Builtin(builtin)));
+        }
         if let Some(found) = lock(&self.listings).by_name.get(name) {
-            return Some(Route(found.clone()));
+            return Some(Route(Target::Proxied(found.clone())));
         }
         let stale = {
             let listings = lock(&self.listings);
@@ -143,7 +182,11 @@ impl Gateway {
             return None;
         }
         self.list_all().await;
-        lock(&self.listings).by_name.get(name).cloned().map(Route)
+        lock(&self.listings)
+            .by_name
+            .get(name)
+            .cloned()
+            .map(|exposed| Route(Target::Proxied(exposed)))
     }
 
     /// The proxied tools' names as last listed (after [`Gateway::check_names`], every
@@ -156,6 +199,11 @@ impl Gateway {
     /// against the tool's `x-mcp-header` properties (SEP-2243); `None` before the first
     /// listing, which skips them.
     pub fn listed_tool(&self, name: &str) -> Option<Tool> {
+        if self.tool_search().is_some()
+            && let Some(builtin) = Builtin::of(name)
+        {
+            return Some(builtin.tool());
+        }
         lock(&self.listings)
             .by_name
             .get(name)

@@ -17,6 +17,41 @@ pub struct ProxyConfig {
     /// Upstream name (a key of `mcpServers`) → how it is passed through, in listing order.
     #[serde(default)]
     pub upstreams: IndexMap<String, ProxiedUpstream>,
+    /// Instead of listing every proxied tool, list a search tool and a call tool (plus the
+    /// `pinned` ones), so a client's context holds a few schemas instead of all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_search: Option<ToolSearch>,
+}
+
+/// Tool search mode: `tools/list` shows the graph tools, the pinned proxied tools and two
+/// built-in tools, `mcpflow_find_tool` (a scored search over the proxied tools' names,
+/// descriptions and parameter names, answering each hit's `inputSchema`) and
+/// `mcpflow_call_tool` (calls a proxied tool by its listed name, through the same hooks as a
+/// direct call). Proxied tools stay callable directly by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolSearch {
+    /// Turns the mode on (default true when `toolSearch:` is present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Globs (`*`, `?`) over the proxied tools' listed names (after prefixing and renaming):
+    /// matching tools are still listed in full.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
+}
+
+impl ToolSearch {
+    pub const FIND_TOOL: &'static str = "mcpflow_find_tool";
+    pub const CALL_TOOL: &'static str = "mcpflow_call_tool";
+
+    pub fn is_enabled(&self) -> bool {
+        self.enabled != Some(false)
+    }
+
+    /// Whether the proxied tool listed as `name` is listed in full.
+    pub fn is_pinned(&self, name: &str) -> bool {
+        self.pinned.iter().any(|g| glob_match(g, name))
+    }
 }
 
 /// When an upstream is down: its tools disappear from `tools/list` (`hide`), or they stay listed

@@ -57,6 +57,8 @@
 //! - Each upstream's tools are cached once, in the pool (see `catalog.rs`); list changes and
 //!   log lines are feeds of the pool ([`UpstreamPool::list_changes`],
 //!   [`UpstreamPool::logs`]), not of the process.
+//! - [`search`] is the one scored search over the catalog's tools (plain data, no rmcp type),
+//!   which the authoring toolkit and the gateway's tool search share.
 
 mod cancel;
 mod catalog;
@@ -73,6 +75,7 @@ mod process;
 mod relay;
 mod remote;
 mod result;
+pub mod search;
 mod send;
 mod session_http;
 mod stateless;
