@@ -26,8 +26,11 @@
 //! through the engine's [`UpstreamPool`](mcpflow_upstream::UpstreamPool), graph tools, a scored
 //! search); `mcpflow_call_upstream` calls one upstream tool as an mcp node would.
 //!
+//! `mcpflow_save_tool` and `mcpflow_delete_tool` (the `save` flag) write a tool's own file
+//! and have the running server serve it through [`Publish`], which the binary provides.
+//!
 //! Uses rmcp's model types only ([`Tool`], [`CallToolResult`]): framing MCP messages is the
-//! server's job. Never writes a file.
+//! server's job. Writes no file but the saved tools' own.
 
 mod answer;
 mod args;
@@ -39,6 +42,7 @@ mod node_schema;
 mod node_types;
 mod run;
 mod runs;
+mod save;
 mod search;
 mod syntax;
 mod tools;
@@ -47,6 +51,8 @@ mod upstream_call;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+
+use futures::future::BoxFuture;
 
 use mcpflow_engine::Engine;
 use mcpflow_model::Config;
@@ -71,6 +77,21 @@ pub struct Served {
     pub base_dir: PathBuf,
 }
 
+/// How saved tools reach the running server, given by whoever serves the config from its
+/// files (the binary): the config as it is on disk, and serving it anew.
+pub trait Publish: Send + Sync {
+    /// Loads (without compiling) the config files as they are on disk now, with the options
+    /// the server was started with.
+    fn load(&self) -> Result<mcpflow_config::Loaded, mcpflow_config::ConfigErrors>;
+    /// Compiles the config on disk now and serves it in place of the running one: runs in
+    /// flight finish on their graph, waiting sessions stay valid, clients are told the list
+    /// changed. Answers the graph tools now served, or why the config could not be served (the
+    /// running one then stays).
+    fn reload(&self) -> BoxFuture<'_, Result<Vec<String>, String>>;
+    /// Held by each save from its check to its reload: saves are taken one at a time.
+    fn saving(&self) -> &tokio::sync::Mutex<()>;
+}
+
 /// The built-in authoring tools of one served config.
 #[derive(Clone)]
 pub struct Authoring {
@@ -78,6 +99,8 @@ pub struct Authoring {
     served: Served,
     /// Runs made through `mcpflow_run_tool`, for `mcpflow_list_runs` and `mcpflow_get_run`.
     recent: Arc<runs::Recent>,
+    /// Where `mcpflow_save_tool` publishes; without it saving is refused.
+    publish: Option<Arc<dyn Publish>>,
 }
 
 /// Graph or proxied tools named with the built-in tools' prefix.
@@ -120,7 +143,14 @@ impl Authoring {
             settings,
             served,
             recent: Arc::default(),
+            publish: None,
         }
+    }
+
+    /// Saves publish through `publish` (listed only when `authoring.save` is on).
+    pub fn with_publish(mut self, publish: Arc<dyn Publish>) -> Self {
+        self.publish = Some(publish);
+        self
     }
 
     /// The same tools over a reloaded config: the flags and the runs kept in memory carry over.
@@ -129,6 +159,7 @@ impl Authoring {
             settings: self.settings,
             served,
             recent: self.recent.clone(),
+            publish: self.publish.clone(),
         }
     }
 
@@ -181,6 +212,12 @@ impl Authoring {
                  mcpflow_call_upstream.",
             );
         }
+        if self.settings.save() {
+            steps.push(
+                "Save it with mcpflow_save_tool: it is served at once, without a restart \
+                 (mcpflow_delete_tool removes a saved tool).",
+            );
+        }
         let mut text = String::from(
             "This server can teach you to write its graph tools (declarative workflows that \
              chain upstream MCP tools) and check and run them for you:\n",
@@ -227,6 +264,8 @@ impl Authoring {
             tools::GET_GRAPH_TOOL => discover::graph_tool(served, args),
             tools::SEARCH => search::answer(served, args).await,
             tools::CALL_UPSTREAM => upstream_call::answer(served, spec, args).await,
+            tools::SAVE_TOOL => save::save(served, self.publish.as_deref(), spec, args).await,
+            tools::DELETE_TOOL => save::delete(self.publish.as_deref(), spec, args).await,
             other => Answer::Refused(format!("{other} is listed but not implemented")),
         }
     }
@@ -236,6 +275,7 @@ impl Authoring {
             let flag = match spec.gate {
                 tools::Gate::Search => "search",
                 tools::Gate::CallUpstreams => "callUpstreams",
+                tools::Gate::Save => "save",
                 tools::Gate::Always => "",
             };
             return Answer::Refused(format!(

@@ -26,6 +26,8 @@ pub(crate) const SEARCH: &str = "mcpflow_search";
 pub(crate) const CALL_UPSTREAM: &str = "mcpflow_call_upstream";
 pub(crate) const LIST_RUNS: &str = "mcpflow_list_runs";
 pub(crate) const GET_RUN: &str = "mcpflow_get_run";
+pub(crate) const SAVE_TOOL: &str = "mcpflow_save_tool";
+pub(crate) const DELETE_TOOL: &str = "mcpflow_delete_tool";
 
 /// Which flag of the `authoring:` section a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,7 @@ pub(crate) enum Gate {
     Always,
     Search,
     CallUpstreams,
+    Save,
 }
 
 impl Gate {
@@ -41,6 +44,7 @@ impl Gate {
             Gate::Always => true,
             Gate::Search => settings.search(),
             Gate::CallUpstreams => settings.call_upstreams(),
+            Gate::Save => settings.save(),
         }
     }
 }
@@ -406,6 +410,27 @@ pub(crate) static SPECS: &[Spec] = &[
             ),
         ],
         example: r#"{"server": "filesystem", "tool": "list_directory", "args": {"path": {"expr": "entry.directory"}}, "context": {"entry": {"directory": "."}}}"#,
+        read_only: false,
+    },
+    Spec {
+        name: SAVE_TOOL,
+        gate: Gate::Save,
+        description: "Saves a graph tool so this server serves it from now on (added, or             replacing the saved tool of the same name): checked against the whole config first             (as mcpflow_validate_tool does; nothing is written when a check fails), then             written to a file of its own and served without a restart. Runs in flight finish             on the old graph; clients are sent notifications/tools/list_changed. Validate and             run it inline first.",
+        params: &[param(
+            "definition",
+            Kind::TextOrObject,
+            true,
+            "the tool: an object, or YAML/JSON text (comments in text are kept in the file)",
+        )],
+        example: r#"{"definition": {"name": "greet", "description": "Says hello", "inputSchema": {"type": "object", "properties": {"who": {"type": "string"}}}, "nodes": [{"id": "entry", "type": "entry", "next": "hello"}, {"id": "hello", "type": "transform", "transform": {"expr": "{'greeting': 'Hello, ' & $.entry.who}"}, "next": "exit"}, {"id": "exit", "type": "exit"}]}}"#,
+        read_only: false,
+    },
+    Spec {
+        name: DELETE_TOOL,
+        gate: Gate::Save,
+        description: "Deletes a graph tool saved with mcpflow_save_tool (tools written by hand             in the config are never rewritten) and serves the config without it; refused,             with nothing changed, while another tool or a hook still uses it.",
+        params: &[param("name", Kind::String, true, "the saved tool's name")],
+        example: r#"{"name": "greet"}"#,
         read_only: false,
     },
 ];

@@ -145,8 +145,11 @@ pub(crate) fn merge(
         };
         let Some(root) = parsed.value.as_object() else {
             problems.push(
-                Problem::new("", format!("{name} must be a mapping with `tools:`, a list of graph tools"))
-                    .at(Anchor::At(file, Pos::START)),
+                Problem::new(
+                    "",
+                    format!("{name} must be a mapping with `tools:`, a list of graph tools"),
+                )
+                .at(Anchor::At(file, Pos::START)),
             );
             continue;
         };
@@ -256,7 +259,12 @@ pub(crate) fn check_save_dir(doc: &Value, problems: &mut Vec<Problem>) {
     let include: Vec<String> = doc
         .get("include")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if save_dir(&include).is_none() {
         problems.push(

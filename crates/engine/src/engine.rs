@@ -109,10 +109,7 @@ impl Engine {
         lock(&self.inner.predecessors)
             .iter()
             .rev()
-            .find(|e| {
-                e.durability()
-                    .is_some_and(|d| d.config_version == version)
-            })
+            .find(|e| e.durability().is_some_and(|d| d.config_version == version))
             .cloned()
     }
 

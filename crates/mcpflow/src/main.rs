@@ -14,6 +14,7 @@ mod eval;
 mod load;
 mod migrate;
 mod output;
+mod reload;
 mod run;
 mod runs_cmd;
 mod serve;

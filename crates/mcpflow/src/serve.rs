@@ -5,11 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpflow_server::{GraphServer, HttpListener, HttpOptions};
+use mcpflow_server::{HttpListener, HttpOptions, LiveServer};
 use mcpflow_upstream::UpstreamPool;
 
 use crate::cli::ServeArgs;
 use crate::load::load;
+use crate::reload::Reloader;
 
 /// `mcpflow serve`: the config's tools over MCP, on stdio until the client disconnects, or
 /// with `--http` on Streamable HTTP until SIGINT/SIGTERM.
@@ -19,21 +20,16 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let pool = engine.pool().clone();
-    let upkeep = match crate::state::start(&engine, &loaded, &args).await {
+    let owner = crate::state::owner(args.instance.as_deref());
+    let upkeep = match crate::state::start(&engine, &loaded, &args, owner.clone()).await {
         Ok(u) => u,
         Err(e) => {
             eprintln!("mcpflow: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let server = match GraphServer::new(&loaded.config, engine) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{}: {e}", args.config.config.display());
-            return ExitCode::from(2);
-        }
-    };
-    let server = match with_authoring(server, &loaded, &args) {
+    let reloader = Reloader::new(&args, owner, loaded.clone(), engine.clone(), upkeep);
+    let server = match reloader.compose(&loaded, engine) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{}: {e}", args.config.config.display());
@@ -48,6 +44,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         pool.shutdown().await;
         return ExitCode::from(2);
     }
+    let live = LiveServer::new(server, Reloader::reloads(&loaded));
+    reloader.serve(live.clone());
     let result = match args.http {
         None => {
             tracing::info!(
@@ -56,18 +54,16 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                 tools = loaded.config.tools.len(),
                 "serving MCP over stdio"
             );
-            mcpflow_server::serve_stdio(server).await
+            mcpflow_server::serve_stdio(live).await
         }
         Some(addr) => {
             let mut options = HttpOptions::from_config(loaded.config.http.as_ref());
             options.allowed_hosts.extend(args.allowed_hosts);
             options.readiness = Some(upstreams_answer(pool.clone()));
-            serve_http(server, addr, options).await
+            serve_http(live, addr, options).await
         }
     };
-    if let Some(task) = upkeep {
-        task.abort();
-    }
+    reloader.stop().await;
     pool.shutdown().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -78,27 +74,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// The server with the built-in authoring tools when `--authoring` or `authoring:` asks.
-fn with_authoring(
-    server: GraphServer,
-    loaded: &mcpflow_config::Loaded,
-    args: &ServeArgs,
-) -> Result<GraphServer, mcpflow_server::ServerError> {
-    let settings = loaded.config.authoring;
-    if !args.authoring && settings.is_none() {
-        return Ok(server);
-    }
-    let served = mcpflow_authoring::Served {
-        engine: server.engine().clone(),
-        config: Arc::new(loaded.config.clone()),
-        base_dir: loaded.base_dir.clone(),
-    };
-    let authoring = mcpflow_authoring::Authoring::new(settings.unwrap_or_default(), served);
-    server.with_authoring(authoring)
-}
-
 async fn serve_http(
-    server: GraphServer,
+    server: LiveServer,
     addr: std::net::SocketAddr,
     options: HttpOptions,
 ) -> Result<(), mcpflow_server::ServerError> {

@@ -92,6 +92,19 @@ pub async fn attach(
         return Ok(None);
     };
     let store = open(&url).await?;
+    tracing::info!(store = %redact_url(&url), backend = store.backend(), "keeping runs and sessions");
+    pin(engine, loaded, store.clone(), owner).await?;
+    Ok(Some(store))
+}
+
+/// Keeps `loaded`'s source in `store` under its version, and attaches the store to `engine`,
+/// whose runs are then pinned to that version.
+pub async fn pin(
+    engine: &Engine,
+    loaded: &Loaded,
+    store: Arc<dyn Store>,
+    owner: String,
+) -> Result<(), String> {
     let version = mcpflow_config::version(&loaded.config);
     // The text as written (no secret is interpolated into it), for `mcpflow runs show`.
     let source = std::fs::read_to_string(&loaded.path).unwrap_or_default();
@@ -100,12 +113,11 @@ pub async fn attach(
         .await
         .map_err(|e| e.to_string())?;
     let sessions = loaded.config.sessions.unwrap_or_default();
-    let durability = Durability::new(store.clone(), owner, version, sessions);
-    tracing::info!(store = %redact_url(&url), backend = store.backend(), "keeping runs and sessions");
+    let durability = Durability::new(store, owner, version, sessions);
     if engine.attach_durability(durability).is_err() {
         return Err("the engine already has a store".into());
     }
-    Ok(Some(store))
+    Ok(())
 }
 
 /// This process's name in leases: `--instance`, else host and pid (a restarted process then
@@ -128,8 +140,8 @@ pub async fn start(
     engine: &Engine,
     loaded: &Loaded,
     args: &crate::cli::ServeArgs,
+    owner: String,
 ) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
-    let owner = owner(args.instance.as_deref());
     if attach(engine, loaded, &args.state, owner).await?.is_none() {
         return Ok(None);
     }

@@ -1,0 +1,315 @@
+//! `mcpflow_save_tool` and `mcpflow_delete_tool`: a graph tool written to a file of its own
+//! (`DIR/NAME.yaml`, DIR being the config's first `include: [DIR/*.yaml]` entry), so the file
+//! a person wrote is never rewritten. A save is checked against the whole config as it is on
+//! disk now (another client's save included), written atomically (a temporary file renamed
+//! over the old one), and then served through [`Publish::reload`]; a save that is refused at
+//! any step leaves every file as it was, byte for byte. Saves are taken one at a time, so two
+//! clients saving at once both land.
+
+use std::path::{Path, PathBuf};
+
+use mcpflow_config::Loaded;
+use serde_json::{Value, json};
+
+use crate::answer::Answer;
+use crate::args::{Args, Malformed};
+use crate::tools::Spec;
+use crate::{Publish, Served};
+
+/// The first line of every file a save writes.
+const HEADER: &str = "# Written by mcpflow_save_tool. Editing it by hand is fine; the next save \
+                      of this tool replaces it whole.\n";
+
+pub(crate) async fn save(
+    served: &Served,
+    publish: Option<&dyn Publish>,
+    spec: &Spec,
+    args: &Args<'_>,
+) -> Answer {
+    let Some(publish) = publish else {
+        return not_servable();
+    };
+    let Some(definition) = args.value("definition") else {
+        return Malformed::new(spec, "missing `definition`").into();
+    };
+    let _one_at_a_time = publish.saving().lock().await;
+    let on_disk = match publish.load() {
+        Ok(loaded) => loaded,
+        Err(e) => return broken_on_disk(&e),
+    };
+    let current = Served {
+        engine: served.engine.clone(),
+        config: std::sync::Arc::new(on_disk.config.clone()),
+        base_dir: on_disk.base_dir.clone(),
+    };
+    let candidate = match crate::definition::compile(&current, definition) {
+        Ok(c) => c,
+        Err(problems) => {
+            return Answer::Failed(json!({
+                "saved": false,
+                "why": "the definition does not pass the checks; nothing was written",
+                "problemCount": problems.len(),
+                "problems": problems,
+                "next": "fix each problem (each has a path and a fix), check with mcpflow_validate_tool, then save again",
+            }));
+        }
+    };
+    let name = candidate.name.clone();
+    let file = match target(&on_disk, &name) {
+        Ok(file) => file,
+        Err(refusal) => return refusal,
+    };
+    let text = match file_text(definition) {
+        Ok(text) => text,
+        Err(e) => return Answer::Refused(format!("mcpflow_save_tool: {e}")),
+    };
+    let before = std::fs::read(&file).ok();
+    if let Err(e) = write_atomically(&file, text.as_bytes()) {
+        return Answer::Refused(format!(
+            "mcpflow_save_tool: cannot write {}: {e}; nothing was changed",
+            file.display()
+        ));
+    }
+    // The file must read back as the tool that was checked (YAML text moved under `tools:`
+    // could, in a corner, read otherwise).
+    let read_back = publish.load().ok().and_then(|l| {
+        let tool = l.config.tools.into_iter().find(|t| t.name == name);
+        Some(
+            tool?
+                == *candidate
+                    .loaded
+                    .config
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)?,
+        )
+    });
+    if read_back != Some(true) {
+        let restored = restore(&file, before.as_deref());
+        return Answer::Refused(format!(
+            "mcpflow_save_tool: {} did not read back as the definition checked; {restored}; \
+             submit the definition as a JSON object instead of text",
+            file.display()
+        ));
+    }
+    match publish.reload().await {
+        Ok(served_tools) => Answer::Ok(json!({
+            "saved": name,
+            "file": file.display().to_string(),
+            "created": before.is_none(),
+            "warnings": candidate.warnings,
+            "tools": served_tools,
+            "next": "the tool is listed now (clients were sent notifications/tools/list_changed); call it like any tool",
+        })),
+        Err(why) => {
+            let restored = restore(&file, before.as_deref());
+            Answer::Refused(format!(
+                "mcpflow_save_tool: the saved config could not be served ({why}); {restored}"
+            ))
+        }
+    }
+}
+
+pub(crate) async fn delete(publish: Option<&dyn Publish>, spec: &Spec, args: &Args<'_>) -> Answer {
+    let Some(publish) = publish else {
+        return not_servable();
+    };
+    let Some(name) = args.str("name") else {
+        return Malformed::new(spec, "missing `name`").into();
+    };
+    let _one_at_a_time = publish.saving().lock().await;
+    let on_disk = match publish.load() {
+        Ok(loaded) => loaded,
+        Err(e) => return broken_on_disk(&e),
+    };
+    if !on_disk.config.tools.iter().any(|t| t.name == name) {
+        let names: Vec<&str> = on_disk
+            .config
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        return Answer::Refused(format!(
+            "mcpflow_delete_tool: no graph tool named `{name}`; the config has: {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
+    let file = match target(&on_disk, name) {
+        Ok(file) => file,
+        Err(refusal) => return refusal,
+    };
+    let before = match std::fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return Answer::Refused(format!(
+                "mcpflow_delete_tool: cannot read {}: {e}",
+                file.display()
+            ));
+        }
+    };
+    if let Err(e) = std::fs::remove_file(&file) {
+        return Answer::Refused(format!(
+            "mcpflow_delete_tool: cannot remove {}: {e}; nothing was changed",
+            file.display()
+        ));
+    }
+    // What still calls the tool (a `call` node, a hook) makes the config fail to load.
+    if let Err(e) = publish.load() {
+        let restored = restore(&file, Some(&before));
+        return Answer::Failed(json!({
+            "deleted": false,
+            "why": format!("without `{name}` the config does not load; {restored}"),
+            "problems": e.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "next": "change or delete what uses the tool first",
+        }));
+    }
+    match publish.reload().await {
+        Ok(served_tools) => Answer::Ok(json!({
+            "deleted": name,
+            "file": file.display().to_string(),
+            "tools": served_tools,
+        })),
+        Err(why) => {
+            let restored = restore(&file, Some(&before));
+            Answer::Refused(format!(
+                "mcpflow_delete_tool: the config without `{name}` could not be served ({why}); {restored}"
+            ))
+        }
+    }
+}
+
+/// The file tool `name` is saved in, or why it cannot be: no save directory, a name that
+/// cannot be a file name, or a tool written by hand in another file.
+fn target(loaded: &Loaded, name: &str) -> Result<PathBuf, Answer> {
+    let Some(dir) = mcpflow_config::save_dir(&loaded.config.include) else {
+        return Err(Answer::Refused(
+            "saving needs a directory of tool files the config includes: add \
+             `include: [\"tools/*.yaml\"]` to the config (the first `DIR/*.yaml` entry is \
+             where tools are saved)"
+                .into(),
+        ));
+    };
+    if name.is_empty()
+        || name.len() > 128
+        || name.starts_with('.')
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(Answer::Refused(format!(
+            "the tool name \"{name}\" becomes its file name when saved: use at most 128 ASCII \
+             letters, digits, `_`, `-` and `.`, not starting with `.`"
+        )));
+    }
+    let file = loaded.base_dir.join(dir).join(format!("{name}.yaml"));
+    let written_in = loaded
+        .config
+        .tools
+        .iter()
+        .position(|t| t.name == name)
+        .and_then(|i| loaded.locate(&format!("/tools/{i}")));
+    if let Some(place) = written_in
+        && !same_file(Path::new(&place.file), &file)
+    {
+        return Err(Answer::Refused(format!(
+            "`{name}` is written at {place}, which mcpflow never rewrites; edit it there, or \
+             move it out of that file and save it again"
+        )));
+    }
+    Ok(file)
+}
+
+/// The file's text: the definition under `tools:`, as submitted (comments and layout of YAML
+/// text kept) or, for an object, as YAML.
+fn file_text(definition: &Value) -> Result<String, String> {
+    let body = match definition {
+        Value::String(text) => text
+            .trim_start_matches('\u{feff}')
+            .trim_start()
+            .strip_prefix("---")
+            .unwrap_or(text)
+            .to_owned(),
+        other => serde_saphyr::to_string(other)
+            .map_err(|e| format!("the definition cannot be written as YAML: {e}"))?,
+    };
+    let mut out = String::from(HEADER);
+    out.push_str("tools:\n");
+    let mut first = true;
+    for line in body.trim_end().lines() {
+        if first {
+            if line.trim().is_empty() {
+                continue;
+            }
+            out.push_str("  - ");
+            first = false;
+        } else if !line.is_empty() {
+            out.push_str("    ");
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` to `file` so that a reader sees the old file or the new one, never a part.
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    // A dot name: the `DIR/*.yaml` include never reads a half-written file.
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        file.file_name().and_then(|n| n.to_str()).unwrap_or("tool"),
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, file)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Puts `file` back as it was (absent when `before` is `None`); says how that went.
+fn restore(file: &Path, before: Option<&[u8]>) -> String {
+    let restored = match before {
+        Some(bytes) => write_atomically(file, bytes),
+        None => std::fs::remove_file(file),
+    };
+    match restored {
+        Ok(()) => "every file is as it was".into(),
+        Err(e) => format!(
+            "and {} could not be put back ({e}): check it by hand",
+            file.display()
+        ),
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+fn not_servable() -> Answer {
+    Answer::Refused(
+        "saving is not available here: this server was not started from a config file it can \
+         reload (`mcpflow serve CONFIG` with `authoring: {save: true}`)"
+            .into(),
+    )
+}
+
+fn broken_on_disk(e: &mcpflow_config::ConfigErrors) -> Answer {
+    Answer::Refused(format!(
+        "the config on disk does not load, so nothing can be saved into it; fix it first:\n{e}"
+    ))
+}
