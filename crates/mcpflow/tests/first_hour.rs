@@ -164,3 +164,55 @@ fn the_license_file_is_the_one_cargo_toml_names() {
         "the whole license"
     );
 }
+
+/// A comment added to the config leaves a waiting session continuable; a change to the graph
+/// refuses the continue and says what to do with the stranded session.
+#[test]
+fn a_comment_keeps_a_waiting_session_a_graph_change_says_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("approval.yaml");
+    std::fs::copy(repo_example("approval.yaml"), &path).expect("copy");
+    let config = path.to_str().expect("utf-8");
+    let start = || {
+        let out = cli(
+            &["run", config, "order", "--args", r#"{"item": "tea"}"#],
+            None,
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout_json(&out)["sessionId"]
+            .as_str()
+            .expect("sessionId")
+            .to_owned()
+    };
+    let resume = |id: &str| {
+        cli(
+            &[
+                "sessions",
+                "continue",
+                id,
+                "--input",
+                r#"{"quantity": 2}"#,
+                "--config",
+                config,
+            ],
+            None,
+        )
+    };
+    let original = std::fs::read_to_string(&path).expect("read");
+
+    let first = start();
+    std::fs::write(&path, format!("# a note added later\n{original}")).expect("write");
+    let done = resume(&first);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(stdout_json(&done)["total"], 9.0);
+
+    let second = start();
+    std::fs::write(&path, original.replace("? 4.5 : 3", "? 5 : 3")).expect("write");
+    let refused = resume(&second);
+    assert_eq!(refused.status.code(), Some(1));
+    let why = stderr(&refused);
+    assert!(
+        why.contains("config changed") && why.contains("cancel"),
+        "{why}"
+    );
+}
