@@ -2,7 +2,18 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+/// The environment variables mcpflow reads itself (a config's `${VAR}` are the config's).
+const ENVIRONMENT: &str = "\
+Environment:
+  MCPFLOW_LOG              what is logged to stderr, as a tracing filter (`debug`,
+                           `mcpflow_engine=trace,warn`); default `info,rmcp=warn` when serving,
+                           `warn` otherwise
+  MCPFLOW_WORKER_THREADS   worker threads: N, or 0 for one thread everywhere; default one thread
+                           when serving stdio, one per core otherwise
+  MCPFLOW_REQUIRE_SHARED   scripts/test only: fail instead of skipping the tests that need
+                           ../shared/";
 
 /// mcpflow: an MCP server whose tools are graphs of calls to other MCP servers.
 #[derive(Parser, Debug)]
@@ -10,6 +21,7 @@ use clap::{Args, Parser, Subcommand};
     name = "mcpflow",
     version,
     about,
+    after_help = ENVIRONMENT,
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -47,6 +59,12 @@ enum Sub {
     /// Inspect, continue or cancel waiting sessions: `list`, `show ID`, `continue ID`,
     /// `cancel ID`.
     Sessions(crate::runs_cmd::SessionsArgs),
+    /// Print a shell completion script: `mcpflow completions bash > ~/.local/share/bash-completion/completions/mcpflow`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -141,6 +159,7 @@ pub enum Command {
     Upstream(crate::upstream_cmd::UpstreamCmd),
     Runs(crate::runs_cmd::RunsArgs),
     Sessions(crate::runs_cmd::SessionsArgs),
+    Completions(clap_complete::Shell),
 }
 
 impl Cli {
@@ -155,6 +174,7 @@ impl Cli {
             (Some(Sub::Upstream(a)), _) => Ok(Command::Upstream(a)),
             (Some(Sub::Runs(a)), _) => Ok(Command::Runs(a)),
             (Some(Sub::Sessions(a)), _) => Ok(Command::Sessions(a)),
+            (Some(Sub::Completions { shell }), _) => Ok(Command::Completions(shell)),
             (None, Some(config)) => Ok(Command::Serve(ServeArgs {
                 config: ConfigArgs {
                     config,
@@ -185,4 +205,48 @@ pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, String> {
         None => text,
     };
     serde_json::from_str(text).map_err(|e| format!("{what} is not valid JSON: {e}"))
+}
+
+/// The completion script of `shell` for every command and flag.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "mcpflow", &mut script);
+    script
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `path ARG` of every argument, flag and subcommand below `cmd` that has no help text.
+    fn undocumented(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_hide_set() || id == "help" || id == "version" {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                out.push(path.clone());
+            }
+            undocumented(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn every_command_flag_and_argument_has_help() {
+        let mut missing = Vec::new();
+        undocumented(&Cli::command(), "mcpflow", &mut missing);
+        assert!(missing.is_empty(), "without help text: {missing:#?}");
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

@@ -55,6 +55,13 @@ fn main() -> ExitCode {
             Command::Runs(args) => runs_cmd::runs(args).await,
             Command::Sessions(args) => runs_cmd::sessions(args).await,
             Command::Schema => output::json(&mcpflow_config::schema(), ExitCode::SUCCESS),
+            Command::Completions(shell) => match output::raw(&cli::completions(shell)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("mcpflow: cannot write to stdout: {e}");
+                    ExitCode::FAILURE
+                }
+            },
         }
     })
 }

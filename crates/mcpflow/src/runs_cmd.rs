@@ -41,13 +41,18 @@ pub enum RunsCmd {
         /// interrupted, expired).
         #[arg(long)]
         status: Option<String>,
+        /// Only runs of this tool.
         #[arg(long)]
         tool: Option<String>,
+        /// At most this many runs.
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
     /// One run with its history.
-    Show { id: String },
+    Show {
+        /// The run's id, or enough of its start to name one run.
+        id: String,
+    },
     /// Counts and durations per tool and status.
     Stats,
 }
@@ -68,13 +73,20 @@ pub enum SessionsCmd {
         /// interrupted).
         #[arg(long)]
         status: Option<String>,
+        /// At most this many sessions.
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
     /// One session.
-    Show { id: String },
+    Show {
+        /// The session's id (`sessionId` of its waiting handle).
+        id: String,
+    },
     /// Cancels a waiting session and its run.
-    Cancel { id: String },
+    Cancel {
+        /// The session's id (`sessionId` of its waiting handle).
+        id: String,
+    },
     /// Continues a waiting session with INPUT (needs --config: the rest of the run is that
     /// config's graph) and prints the result, or the next waiting handle, as `run` does.
     Continue {
@@ -213,6 +225,10 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
             }
         }
         RunsCmd::Show { id } => {
+            let id = match run_id(store.as_ref(), &id).await {
+                Ok(id) => id,
+                Err(e) => return fail(e),
+            };
             let run = match store.get_run(&id).await {
                 Ok(r) => r,
                 Err(e) => return fail(e),
@@ -302,6 +318,53 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
     code
 }
 
+/// A session as `--json` prints it: the store's fields, and its id also as `sessionId`, the
+/// name the waiting handle gives it (over MCP and from `run`).
+fn session_json(session: &mcpflow_store::Session) -> serde_json::Value {
+    let mut v = serde_json::to_value(session).unwrap_or(serde_json::Value::Null);
+    if let Some(map) = v.as_object_mut() {
+        map.insert("sessionId".into(), session.id.clone().into());
+    }
+    v
+}
+
+/// The run `typed` names: its whole id, or the start of exactly one run's id.
+async fn run_id(store: &dyn Store, typed: &str) -> Result<String, String> {
+    const SHOWN: u32 = 5;
+    if typed.is_empty() {
+        return Err("give a run id (`mcpflow runs list` shows them)".into());
+    }
+    let ids = store
+        .run_ids_with_prefix(typed, SHOWN + 1)
+        .await
+        .map_err(|e| e.to_string())?;
+    match ids.as_slice() {
+        [] => Err(format!(
+            "no run with id {typed:?}, nor one whose id starts so (`mcpflow runs list` shows them)"
+        )),
+        [one] => Ok(one.clone()),
+        _ if ids.iter().any(|id| id == typed) => Ok(typed.to_owned()),
+        many => Err(format!(
+            "{typed:?} starts the ids of {} runs ({}{}): give more of the id",
+            if many.len() > SHOWN as usize {
+                "more than 5".to_owned()
+            } else {
+                many.len().to_string()
+            },
+            many.iter()
+                .take(SHOWN as usize)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if many.len() > SHOWN as usize {
+                ", …"
+            } else {
+                ""
+            },
+        )),
+    }
+}
+
 fn short(s: &str) -> String {
     if s.chars().count() > 60 {
         format!("{}…", s.chars().take(59).collect::<String>())
@@ -338,7 +401,7 @@ pub async fn sessions(args: SessionsArgs) -> ExitCode {
                 offset: 0,
             };
             match store.list_sessions(&filter).await {
-                Ok(list) if json => print_json(&list),
+                Ok(list) if json => print_json(&list.iter().map(session_json).collect::<Vec<_>>()),
                 Ok(list) => {
                     let rows: Vec<Vec<String>> = list
                         .iter()
@@ -362,7 +425,7 @@ pub async fn sessions(args: SessionsArgs) -> ExitCode {
             }
         }
         SessionsCmd::Show { id } => match store.get_session(&id).await {
-            Ok(s) if json => print_json(&s),
+            Ok(s) if json => print_json(&session_json(&s)),
             Ok(s) => print_lines(&format!(
                 "session {}  tool {}  run {}  status {}  at node {}\nstate: {}\ninputSchema: {}",
                 s.id, s.tool, s.run_id, s.status, s.node_id, s.state, s.input_schema
@@ -370,7 +433,7 @@ pub async fn sessions(args: SessionsArgs) -> ExitCode {
             Err(e) => fail(e),
         },
         SessionsCmd::Cancel { id } => match store.cancel_session(&id, now_ms()).await {
-            Ok(s) if json => print_json(&s),
+            Ok(s) if json => print_json(&session_json(&s)),
             Ok(s) => print_lines(&format!("session {} cancelled (run {})", s.id, s.run_id)),
             Err(e) => fail(e),
         },

@@ -407,3 +407,123 @@ async fn a_dropped_stream_resumes_with_last_event_id() {
         json!({"slept": 1500})
     );
 }
+
+/// A refusal's status, that it is `application/json`, and its JSON-RPC error code (id null:
+/// the request was never read).
+async fn refusal(response: reqwest::Response) -> (StatusCode, i64, String) {
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let body = response.text().await.expect("body");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{status}: Content-Type {content_type:?}, body {body}"
+    );
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status}: {e}: {body}"));
+    assert_eq!(v["jsonrpc"], "2.0", "{body}");
+    assert_eq!(v["id"], Value::Null, "{body}");
+    assert!(
+        !v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
+        "{body}"
+    );
+    let code = v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{body}"));
+    (status, code, body)
+}
+
+/// 406, 415 and 404 (README "Over HTTP") are JSON-RPC error objects, on POST and GET, not
+/// rmcp's plain text.
+#[tokio::test]
+async fn refusals_are_json_rpc_error_objects() {
+    let (_dir, server) = server();
+    let http = client();
+    let url = &server.url;
+    let session = open_session(&http, url).await;
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string();
+    let with = |method: reqwest::Method, accept: &str, content_type: &str, id: &str| {
+        http.request(method, url.as_str())
+            .header("accept", accept)
+            .header("content-type", content_type)
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let both = "application/json, text/event-stream";
+    let cases = [
+        (
+            "POST with a wrong Accept",
+            with(
+                reqwest::Method::POST,
+                "text/plain",
+                "application/json",
+                &session,
+            ),
+            StatusCode::NOT_ACCEPTABLE,
+            -32000,
+        ),
+        (
+            "GET with a wrong Accept",
+            with(
+                reqwest::Method::GET,
+                "application/json",
+                "application/json",
+                &session,
+            ),
+            StatusCode::NOT_ACCEPTABLE,
+            -32000,
+        ),
+        (
+            "POST with a wrong Content-Type",
+            with(reqwest::Method::POST, both, "text/plain", &session),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            -32000,
+        ),
+        (
+            "POST to an unknown session",
+            with(
+                reqwest::Method::POST,
+                both,
+                "application/json",
+                "0123456789abcdef",
+            ),
+            StatusCode::NOT_FOUND,
+            -32001,
+        ),
+        (
+            "GET of an unknown session",
+            with(
+                reqwest::Method::GET,
+                "text/event-stream",
+                "application/json",
+                "0123456789abcdef",
+            ),
+            StatusCode::NOT_FOUND,
+            -32001,
+        ),
+    ];
+    for (what, request, status, code) in cases {
+        let response = request.body(list.clone()).send().await.expect("sent");
+        let (got_status, got_code, body) = refusal(response).await;
+        assert_eq!((got_status, got_code), (status, code), "{what}: {body}");
+    }
+    // An unknown protocol version: 400, a JSON-RPC error too.
+    let (status, _, body) = post(
+        &http,
+        url,
+        Some(&session),
+        &[("mcp-protocol-version", "1999-01-01")],
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(rpc(&body)["error"]["code"].is_i64(), "{body}");
+    // The session still works.
+    assert_eq!(add(&http, url, &session, 2, 3).await, json!(5));
+}

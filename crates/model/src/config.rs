@@ -12,6 +12,10 @@ use crate::node::Node;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(title = "mcpflow config")]
 pub struct Config {
+    /// The JSON Schema editors check this file against (the file `mcpflow schema` writes, or
+    /// its URL); read by editors only, and not part of the config's version.
+    #[serde(rename = "$schema", default, skip_serializing)]
+    pub schema: Option<String>,
     /// Version of the config format (mcpGraph uses "1.0").
     pub version: String,
     /// Metadata of the MCP server mcpflow serves.

@@ -94,6 +94,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// A run's history in index order (`NotFound` if the run does not exist).
     fn get_records<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<RecordRow>>;
     fn list_runs<'a>(&'a self, filter: &'a RunFilter) -> StoreFuture<'a, Vec<RunSummary>>;
+    /// Ids of runs that start with `prefix`, sorted, at most `limit` (what a user typed of a
+    /// run id: `mcpflow runs show 3f2a`).
+    fn run_ids_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<String>>;
     fn run_stats(&self) -> StoreFuture<'_, RunStats>;
     /// Deletes ended runs (with their records and sessions) that ended before the time.
     fn purge_runs(&self, ended_before_ms: i64) -> StoreFuture<'_, u64>;

@@ -173,12 +173,54 @@ fn session_of(request: &Request) -> Option<String> {
 }
 
 /// The middleware: 403 for a foreign Host/Origin, 503/429 past the limits (POSTs only: GET
-/// streams are long-lived listeners and DELETE ends a session).
+/// streams are long-lived listeners and DELETE ends a session); on `/mcp`, every refusal is a
+/// JSON-RPC error object.
 pub(crate) async fn guard(
     State(guard): State<Arc<Guard>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let on_mcp = request.uri().path().starts_with("/mcp");
+    let response = admit(guard, request, next).await;
+    if on_mcp {
+        as_json_rpc_error(response).await
+    } else {
+        response
+    }
+}
+
+/// Longest refusal text of rmcp's that is carried over into the JSON-RPC error.
+const REFUSAL_TEXT_BYTES: usize = 4096;
+
+/// rmcp refuses a request it will not read (wrong `Accept` 406, wrong `Content-Type` 415, an
+/// unknown session 404, a bad `Mcp-Protocol-Version` 400, …) with a plain-text body; a client
+/// reading JSON-RPC over HTTP (the TypeScript SDK's servers answer these as JSON-RPC errors)
+/// gets the same status and text as a JSON-RPC error: -32001 for an unknown session (as on
+/// `/message`), -32000 for the others.
+async fn as_json_rpc_error(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if !status.is_client_error() || is_json {
+        return response;
+    }
+    let (_, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, REFUSAL_TEXT_BYTES).await {
+        Ok(bytes) if !bytes.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => status.canonical_reason().unwrap_or("refused").to_owned(),
+    };
+    let code = if status == StatusCode::NOT_FOUND {
+        -32001
+    } else {
+        -32000
+    };
+    rpc_error(status, code, &text)
+}
+
+async fn admit(guard: Arc<Guard>, request: Request, next: Next) -> Response {
     if let Err(why) = guard.check_origin(request.headers()) {
         tracing::debug!(why, "rejected HTTP request");
         return rpc_error(StatusCode::FORBIDDEN, -32000, &format!("forbidden: {why}"));

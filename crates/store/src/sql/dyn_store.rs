@@ -103,6 +103,14 @@ impl Store for SqlStore {
         Box::pin(SqlStore::list_runs(self, filter))
     }
 
+    fn run_ids_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+        limit: u32,
+    ) -> StoreFuture<'a, Vec<String>> {
+        Box::pin(SqlStore::run_ids_with_prefix(self, prefix, limit))
+    }
+
     fn run_stats(&self) -> StoreFuture<'_, RunStats> {
         Box::pin(SqlStore::run_stats(self))
     }

@@ -90,6 +90,28 @@ impl SqlStore {
         found.iter().map(rows::run_summary).collect()
     }
 
+    pub(super) async fn run_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        // `substr` rather than LIKE: nothing in the prefix is a pattern; the cast because
+        // PostgreSQL has no substr(text, bigint, bigint).
+        let found = sqlx::query(
+            "SELECT id FROM runs WHERE substr(id, 1, CAST($1 AS INTEGER)) = $2 ORDER BY id LIMIT $3",
+        )
+        .bind(prefix.chars().count() as i64)
+        .bind(prefix)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        found
+            .iter()
+            .map(|row| row.try_get::<String, _>("id").map_err(|e| self.err(e)))
+            .collect()
+    }
+
     pub(super) async fn run_stats(&self) -> Result<RunStats, StoreError> {
         let found = sqlx::query(
             "SELECT tool, status, COUNT(*) AS n, COUNT(ended_at) AS ended, \
