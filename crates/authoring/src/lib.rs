@@ -40,6 +40,7 @@ mod discover;
 mod expression;
 mod node_schema;
 mod node_types;
+mod prompts;
 mod run;
 mod runs;
 mod save;
@@ -60,6 +61,7 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
 pub use answer::TOOK_MS;
+pub use prompts::PromptError;
 pub use mcpflow_model::AuthoringConfig;
 pub use tools::PREFIX;
 

@@ -60,3 +60,57 @@ fn a_graph_tool_named_like_a_built_in_is_a_start_error_with_the_fix() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_prompts_walk_a_model_through_writing_and_debugging() {
+    use rmcp::model::GetPromptRequestParams;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), CONFIG);
+    let client = connect(&["serve", path.to_str().expect("utf-8"), "--authoring"], None).await;
+    let caps = client.peer_info().expect("server info").capabilities.clone();
+    assert!(caps.prompts.is_some(), "prompts are declared: {caps:?}");
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["mcpflow_write_tool", "mcpflow_debug_run"]);
+
+    let text_of = |r: rmcp::model::GetPromptResult| {
+        let content = serde_json::to_value(&r.messages[0].content).expect("serializes");
+        content["text"].as_str().expect("a text message").to_owned()
+    };
+    let mut args = serde_json::Map::new();
+    args.insert("goal".into(), "count files by extension".into());
+    args.insert("upstream".into(), "filesystem".into());
+    let write = client
+        .get_prompt(GetPromptRequestParams::new("mcpflow_write_tool").with_arguments(args))
+        .await
+        .expect("prompts/get");
+    let text = text_of(write);
+    for needed in [
+        "count files by extension",
+        "mcpflow_syntax",
+        "{\"server\": \"filesystem\"}",
+        "mcpflow_validate_tool",
+        "mcpflow_run_tool",
+        "Saving is off",
+    ] {
+        assert!(text.contains(needed), "{needed} in:\n{text}");
+    }
+    // callUpstreams is off: the prompt does not send the model to a tool it cannot call.
+    assert!(!text.contains("mcpflow_call_upstream"), "{text}");
+
+    let missing = client
+        .get_prompt(GetPromptRequestParams::new("mcpflow_write_tool"))
+        .await
+        .expect_err("a goal is required");
+    assert!(missing.to_string().contains("goal"), "{missing}");
+
+    let mut args = serde_json::Map::new();
+    args.insert("runId".into(), "abc-1".into());
+    let debug = client
+        .get_prompt(GetPromptRequestParams::new("mcpflow_debug_run").with_arguments(args))
+        .await
+        .expect("prompts/get");
+    let text = text_of(debug);
+    assert!(text.contains("{\"runId\": \"abc-1\"}") && text.contains("mcpflow_get_run"), "{text}");
+    client.cancel().await.expect("closes");
+}

@@ -3,7 +3,7 @@
 //! config proxies is the gateway's.
 
 use mcpflow_config::proxy::HookMethod;
-use mcpflow_gateway::Traffic;
+use mcpflow_gateway::{Offer, Traffic};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerConfig, Tool,
@@ -19,8 +19,11 @@ impl ServerHandler for GraphServer {
         let meta = self.meta();
         let mut implementation = Implementation::new(meta.name.clone(), meta.version.clone());
         implementation.title = Some(meta.display_title().to_owned());
-        let mut info =
-            ServerConfig::new(self.gateway().capabilities()).with_server_info(implementation);
+        let mut capabilities = self.gateway().capabilities();
+        if self.authoring().is_some() {
+            capabilities.prompts.get_or_insert_with(Default::default);
+        }
+        let mut info = ServerConfig::new(capabilities).with_server_info(implementation);
         let authoring = self.authoring().map(|a| a.instructions());
         let instructions: Vec<&str> = [meta.instructions.as_deref(), authoring.as_deref()]
             .into_iter()
@@ -158,7 +161,14 @@ impl ServerHandler for GraphServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        Box::pin(self.gateway().list_prompts()).await
+        let Some(authoring) = self.authoring() else {
+            return Box::pin(self.gateway().list_prompts()).await;
+        };
+        let mut prompts = authoring.prompts();
+        if self.gateway().offers(Offer::Prompts).is_ok() {
+            prompts.extend(Box::pin(self.gateway().list_prompts()).await?.prompts);
+        }
+        Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -166,6 +176,14 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        if let Some(authoring) = self.authoring()
+            && authoring.has_prompt(&request.name)
+        {
+            return authoring
+                .prompt(&request.name, request.arguments.as_ref())
+                .map(Into::into)
+                .map_err(|e| McpError::invalid_params(e.0, None));
+        }
         Box::pin(self.gateway().get_prompt(request, &context)).await
     }
 
