@@ -61,8 +61,8 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
 pub use answer::TOOK_MS;
-pub use prompts::PromptError;
 pub use mcpflow_model::AuthoringConfig;
+pub use prompts::PromptError;
 pub use tools::PREFIX;
 
 use answer::Answer;

@@ -87,11 +87,14 @@ impl Authoring {
                 )));
             }
         };
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description(match name {
-                WRITE_TOOL => "Write, test and save a graph tool",
-                _ => "Debug a failed run",
-            }))
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]).with_description(
+                match name {
+                    WRITE_TOOL => "Write, test and save a graph tool",
+                    _ => "Debug a failed run",
+                },
+            ),
+        )
     }
 
     fn write_steps(&self, goal: &str, upstream: Option<&str>) -> String {

@@ -49,6 +49,20 @@ pub(crate) fn check(doc: &Value, f: &mut crate::validate::Findings) {
             }
         }
     }
+    let search = doc.pointer("/proxy/toolSearch");
+    if search.is_some_and(|s| s.get("enabled").and_then(Value::as_bool) != Some(false)) {
+        for (i, name) in tool_names.iter().enumerate() {
+            if [ToolSearch::FIND_TOOL, ToolSearch::CALL_TOOL].contains(name) {
+                f.errors.push(
+                    Problem::new(
+                        format!("/tools/{i}/name"),
+                        format!("graph tool \"{name}\" has the name of a built-in tool of proxy.toolSearch"),
+                    )
+                    .hint("rename the graph tool; names starting with `mcpflow_` are mcpflow's"),
+                );
+            }
+        }
+    }
     let mut ids: Vec<&str> = Vec::new();
     let hooks = doc.get("hooks").and_then(Value::as_array);
     if hooks.is_some_and(|h| !h.is_empty()) && doc.get("proxy").is_none() {

@@ -119,10 +119,7 @@ fn saving_needs_an_included_directory() {
     write(
         dir.path(),
         "graph.yaml",
-        &MAIN.replace(
-            r#"include: ["tools/*.yaml"]"#,
-            "authoring: {save: true}",
-        ),
+        &MAIN.replace(r#"include: ["tools/*.yaml"]"#, "authoring: {save: true}"),
     );
     let errors = refused(dir.path()).to_string();
     assert!(

@@ -145,3 +145,19 @@ fn unknown_methods_phases_and_keys_are_refused() {
     let e = errors("proxy:\n  upstreams:\n    fs: {prefx: x}\n");
     assert!(e.contains("prefx"), "{e}");
 }
+
+#[test]
+fn a_graph_tool_under_a_tool_search_built_in_name_is_refused_at_its_name() {
+    let yaml = HEAD.replace("name: audit", "name: mcpflow_find_tool");
+    let err = match load_str(
+        &format!("{yaml}proxy: {{upstreams: {{fs: {{}}}}, toolSearch: {{}}}}\n"),
+        "gw.yaml",
+    ) {
+        Ok(_) => panic!("loaded, but should not have"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("gw.yaml:8:11") && err.contains("built-in tool of proxy.toolSearch"),
+        "{err}"
+    );
+}

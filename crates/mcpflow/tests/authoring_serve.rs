@@ -66,8 +66,16 @@ async fn the_prompts_walk_a_model_through_writing_and_debugging() {
     use rmcp::model::GetPromptRequestParams;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write_config(dir.path(), CONFIG);
-    let client = connect(&["serve", path.to_str().expect("utf-8"), "--authoring"], None).await;
-    let caps = client.peer_info().expect("server info").capabilities.clone();
+    let client = connect(
+        &["serve", path.to_str().expect("utf-8"), "--authoring"],
+        None,
+    )
+    .await;
+    let caps = client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .clone();
     assert!(caps.prompts.is_some(), "prompts are declared: {caps:?}");
     let prompts = client.list_all_prompts().await.expect("prompts/list");
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
@@ -111,6 +119,9 @@ async fn the_prompts_walk_a_model_through_writing_and_debugging() {
         .await
         .expect("prompts/get");
     let text = text_of(debug);
-    assert!(text.contains("{\"runId\": \"abc-1\"}") && text.contains("mcpflow_get_run"), "{text}");
+    assert!(
+        text.contains("{\"runId\": \"abc-1\"}") && text.contains("mcpflow_get_run"),
+        "{text}"
+    );
     client.cancel().await.expect("closes");
 }
