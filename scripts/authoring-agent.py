@@ -9,7 +9,8 @@ nothing of mcpflow's format: every node it writes is built from the fields and t
 authoring tools answer, and every repair comes from the problems they report. It submits a
 broken tool first (a misspelt node type, an unclosed JSONata object), repairs it, runs it
 inline, saves it; then a fresh client lists and calls the saved tool, and `mcpflow validate`
-checks the config on disk. It prints one JSON summary line; any failed step exits non-zero.
+checks the config on disk. The authoring session uses the initialize handshake (a session the
+server pushes `notifications/tools/list_changed` to); the fresh client lets the SDK pick the era. It prints one JSON summary line; any failed step exits non-zero.
 """
 
 import asyncio
@@ -184,6 +185,11 @@ async def author(client, directory, report):
     return definition
 
 
+def notification_method(message):
+    """The method of a server notification the SDK hands `message_handler` (None for others)."""
+    return getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
+
+
 async def repair(client, definition, problem, node_types):
     """Changes `definition` as one problem's message and fix say; returns what it did."""
     path, message = problem["path"], problem["message"]
@@ -245,20 +251,33 @@ def serve_http(mcpflow, config):
 async def main():
     transport, mcpflow, config, directory = sys.argv[1:5]
     report = {"transport": transport}
+    notified = []
+
+    async def on_message(message):
+        method = notification_method(message)
+        if method:
+            notified.append(method)
+
     server = None
     if transport == "stdio":
-        def connect():
-            return Client(StdioServerParameters(command=mcpflow, args=["serve", config, "--authoring"]))
+        def connect(**kw):
+            return Client(StdioServerParameters(command=mcpflow, args=["serve", config, "--authoring"]), **kw)
     elif transport == "http":
         server, url = serve_http(mcpflow, config)
 
-        def connect():
-            return Client(url)
+        def connect(**kw):
+            return Client(url, **kw)
     else:
         raise Fail(f"unknown transport {transport!r} (stdio, http)")
     try:
-        async with connect() as client:
+        async with connect(message_handler=on_message, mode="legacy") as client:
             await author(client, directory, report)
+            # The save's notification may trail its answer by a moment.
+            for _ in range(40):
+                if "notifications/tools/list_changed" in notified:
+                    break
+                await asyncio.sleep(0.05)
+        report["notified"] = sorted(set(notified))
         await fresh_client(connect, directory, report)
     finally:
         if server is not None:
