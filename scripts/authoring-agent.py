@@ -164,7 +164,7 @@ async def author(client, directory, report):
         if verdict["valid"]:
             break
         for problem in verdict["problems"]:
-            seen.append({"path": problem["path"], "message": problem["message"], "fix": problem["fix"]})
+            seen.append({k: problem[k] for k in ["path", "message", "fix", "suggestion", "code", "position"] if k in problem})
             repairs.append(await repair(client, definition, problem, node_types))
     else:
         raise Fail(f"still invalid after five rounds: {verdict}")
@@ -194,26 +194,29 @@ async def repair(client, definition, problem, node_types):
     """Changes `definition` as one problem's message and fix say; returns what it did."""
     path, message = problem["path"], problem["message"]
     wrong = pointer_get(definition, path)
-    # A misspelt name: the message names the one meant ("did you mean …"), the fix the choices.
-    meant = re.search(r'did you mean "([^"]+)"', message)
+    # A misspelt name: the problem carries the value meant (`suggestion`, also in the message's
+    # "did you mean"), one of the choices its fix lists.
+    meant = problem.get("suggestion")
+    if meant is None:
+        found = re.search(r'did you mean "([^"]+)"', message)
+        meant = found and found.group(1)
     if meant:
-        expect(meant.group(1) in problem["fix"], f"the suggestion is not among the choices: {problem}")
-        pointer_set(definition, path, meant.group(1))
-        return {"path": path, "from": wrong, "to": meant.group(1), "how": "did you mean"}
-    # A broken expression: the fix says to test it; the test says what was expected where.
+        expect(meant in problem["fix"], f"the suggestion is not among the choices: {problem}")
+        if path.endswith("/type"):
+            expect(meant in node_types, f"{meant!r} is no node type the syntax reference lists")
+        pointer_set(definition, path, meant)
+        return {"path": path, "from": wrong, "to": meant, "how": "suggestion" if "suggestion" in problem else "did you mean"}
+    # A broken expression: the message says what was expected, `position` where (just past the
+    # token found instead); the fix says to try the result with mcpflow_test_expression.
     if "mcpflow_test_expression" in problem["fix"]:
-        tested, failed = await call(client, "mcpflow_test_expression", {"jsonata": wrong, "context": {}})
-        expect(failed, f"the expression compiled when tested: {tested}")
-        error = tested["error"]
-        expected = re.match(r'Expected "([^"]+)", got "([^"]+)"', error["message"])
-        expect(expected and "position" in error, f"no expected token and position to repair from: {tested}")
-        # `position` is just past the token found instead; what was expected goes before it.
-        at = error["position"] - len(expected.group(2))
+        expected = re.search(r'Expected "([^"]+)", got "([^"]+)"', message)
+        expect(expected and "position" in problem, f"no expected token and position to repair from: {problem}")
+        at = problem["position"] - len(expected.group(2))
         fixed = wrong[:at] + expected.group(1) + wrong[at:]
-        recheck, failed = await call(client, "mcpflow_test_expression", {"jsonata": fixed, "context": {}})
-        expect(not failed, f"the repaired expression still fails: {recheck}")
+        tested, failed = await call(client, "mcpflow_test_expression", {"jsonata": fixed, "context": {}})
+        expect(not failed, f"the repaired expression still fails: {tested}")
         pointer_set(definition, path, fixed)
-        return {"path": path, "inserted": expected.group(1), "at": at, "code": error.get("code"), "how": "test_expression"}
+        return {"path": path, "inserted": expected.group(1), "at": at, "code": problem.get("code"), "how": "position"}
     raise Fail(f"no repair known for {problem}")
 
 

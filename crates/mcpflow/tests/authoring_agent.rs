@@ -100,13 +100,18 @@ fn check(transport: &str) {
             .is_some_and(|m| m.contains("transfrom")),
         "{summary}"
     );
+    // Each carries what a program applies: the type meant, where the expression broke.
+    assert_eq!(problems[0]["suggestion"], json!("transform"), "{summary}");
+    assert_eq!(problems[1]["code"], json!("S0202"), "{summary}");
+    assert!(problems[1]["position"].is_u64(), "{summary}");
     assert_eq!(
         summary["repairs"][0],
-        json!({"path": "/nodes/2/type", "from": "transfrom", "to": "transform", "how": "did you mean"}),
+        json!({"path": "/nodes/2/type", "from": "transfrom", "to": "transform", "how": "suggestion"}),
         "{summary}"
     );
     assert_eq!(summary["repairs"][1]["inserted"], json!("}"), "{summary}");
     assert_eq!(summary["repairs"][1]["code"], json!("S0202"), "{summary}");
+    assert_eq!(summary["repairs"][1]["how"], json!("position"), "{summary}");
     // Inline, then saved, listed to the authoring session (which was told) and to a fresh client.
     assert_eq!(summary["inline"], counts, "{summary}");
     assert_eq!(
