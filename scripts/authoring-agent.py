@@ -103,6 +103,10 @@ async def author(client, directory, report):
     topics = {t["topic"]: t for t in syntax["topics"]}
     node_types = [t["type"] for t in topics["nodes"]["types"]]
     jsonata = json.dumps(topics["jsonata"])
+    # A tool's keys, as the reference states them.
+    graph_rules = json.dumps(topics["graph"]["rules"])
+    for key in ["`name`", "`description`", "`inputSchema`", "`nodes`", "`entry`", "`exit`"]:
+        expect(key in graph_rules, f"the graph topic does not name {key}")
     # The functions and the group-by form the expression below uses are the reference's own.
     for used in ["$split", "$substring(", "$substringAfter", ": $count($)}", "[FILE]"]:
         expect(used in jsonata, f"the syntax reference does not show {used!r}")
