@@ -29,6 +29,20 @@ pub(crate) struct Candidate {
 
 /// Loads and compiles `definition` (an object, or YAML/JSON text) as a tool of `served`'s config.
 pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, Vec<Value>> {
+    let mut problems = match compile_all(served, definition) {
+        Ok(candidate) => return Ok(candidate),
+        Err(problems) => problems,
+    };
+    let submitted = as_value(definition);
+    for p in &mut problems {
+        locate(&submitted, p);
+    }
+    Err(problems)
+}
+
+/// Every problem of a definition, from the definition as given and with its misspelt node
+/// types read as meant.
+fn compile_all(served: &Served, definition: &Value) -> Result<Candidate, Vec<Value>> {
     let mut problems = match compile_once(served, definition) {
         Ok(candidate) => return Ok(candidate),
         Err(problems) => problems,
@@ -53,6 +67,47 @@ pub(crate) fn compile(served: &Served, definition: &Value) -> Result<Candidate, 
         }
     }
     Err(problems)
+}
+
+/// The submitted definition as a value: text is read as YAML (JSON is YAML too).
+fn as_value(definition: &Value) -> Value {
+    match definition {
+        Value::String(text) => serde_saphyr::from_str(text).unwrap_or(Value::Null),
+        other => other.clone(),
+    }
+}
+
+/// What a program needs to apply a problem's fix without reading its prose: for a misspelt
+/// node type, the type meant as `suggestion` (the value to write at `path`); for a broken
+/// expression, the JSONata `code`, the `position` and an `at` line with a caret under it.
+fn locate(submitted: &Value, problem: &mut Value) {
+    let Some(path) = problem["path"].as_str() else {
+        return;
+    };
+    let Some(written) = submitted.pointer(path).and_then(Value::as_str) else {
+        return;
+    };
+    if path.starts_with("/nodes/") && path.ends_with("/type") {
+        if let crate::catalog::Resolved::Corrected { node, .. } = crate::catalog::resolve(written) {
+            problem["suggestion"] = json!(node.name);
+        }
+    } else if problem["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("JSONata"))
+        && let Err(e) = mcpflow_expr::Jsonata::compile(written)
+    {
+        if let Some(code) = &e.code {
+            problem["code"] = json!(code);
+        }
+        if let Some(position) = e.position {
+            problem["position"] = json!(position);
+            problem["at"] = json!(crate::expression::pointer_at(written, position));
+            problem["fix"] = json!(format!(
+                "{} (`position` is just past where it was found, `at` marks it); try the repaired expression with mcpflow_test_expression",
+                crate::expression::fix(e.code.as_deref())
+            ));
+        }
+    }
 }
 
 /// A copy of an object definition with near-miss node types (`transfrom`, `MCP_NODE`) read

@@ -141,7 +141,7 @@ pub(crate) fn failed(stage: &str, e: &ExprError, src: Option<&str>) -> Answer {
 }
 
 /// The expression with a caret under the place an error was found.
-fn pointer_at(src: &str, pos: usize) -> String {
+pub(crate) fn pointer_at(src: &str, pos: usize) -> String {
     let shown: String = src.chars().take(200).collect();
     let caret = " ".repeat(pos.min(shown.chars().count()).saturating_sub(1));
     format!("{shown}\n{caret}^")

@@ -131,6 +131,15 @@ async fn validation_reports_every_problem_with_its_path_and_fix() {
         problems.iter().all(|p| p["fix"].is_string()),
         "every problem says how to fix it"
     );
+    // What a program applies without reading prose: the type meant, and where the expression
+    // broke (just past `}`, the token found where an operand was expected).
+    assert_eq!(typo["suggestion"], "transform", "{typo}");
+    assert_eq!(expr["code"], "S0211", "{expr}");
+    assert_eq!(expr["position"], 16, "{expr}");
+    assert!(
+        expr["at"].as_str().is_some_and(|a| a.ends_with('^')),
+        "{expr}"
+    );
 
     // Text keeps its positions: the line of the bad expression.
     let yaml = "name: broken\ninputSchema: {type: object}\nnodes:\n  - {id: entry, type: entry, next: calc}\n  - id: calc\n    type: transform\n    transform: {expr: 'entry.n +'}\n    next: exit\n  - {id: exit, type: exit}\n";
@@ -143,6 +152,7 @@ async fn validation_reports_every_problem_with_its_path_and_fix() {
     let p = &v["problems"][0];
     assert_eq!(p["path"], "/nodes/1/transform/expr", "{v}");
     assert_eq!(p["line"], 7, "{p}");
+    assert!(p["code"].is_string() && p["position"].is_number(), "{p}");
 
     // A sound definition, named like a saved tool: valid, and it says it would replace it.
     let v = ok(
