@@ -52,7 +52,8 @@ impl Gateway {
     }
 
     /// All pages of `method` from every passing upstream, concurrently; failures are logged
-    /// and leave that upstream out.
+    /// and leave that upstream out, and so does an upstream that is (re)starting: a listing
+    /// never waits for one.
     async fn collect<T>(
         &self,
         prompts: bool,
@@ -66,7 +67,7 @@ impl Gateway {
                 let mut cursor: Option<String> = None;
                 loop {
                     let params = cursor.take().map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-                    match self.pool.send(&server, request(params), SendOptions::default()).await {
+                    match self.pool.send(&server, request(params), SendOptions::default().if_connected()).await {
                         Ok(result) => match page(result) {
                             Some((mut got, next)) => {
                                 items.append(&mut got);

@@ -48,11 +48,23 @@ struct Listing {
 
 type Listed = Vec<(Arc<str>, Result<Arc<Vec<Arc<Exposed>>>, String>)>;
 
+/// At start, how long [`Gateway::check_names`] waits for the upstreams to answer. One that
+/// takes longer starts on in the background; its tools come with a list change.
+const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Gateway {
-    /// Lists every upstream now and reports names taken twice (by two upstream tools, or by an
-    /// upstream tool and a graph tool), naming both owners. Upstreams that cannot be reached are
-    /// only logged: they may come up later.
+    /// Starts every upstream, waits for them (at most a few seconds: a stuck one must not
+    /// stall the server's start), lists them and reports names taken twice (by two upstream
+    /// tools, or by an upstream tool and a graph tool), naming both owners. Upstreams that
+    /// cannot be reached yet are only logged: they may come up later, and their tools are
+    /// then listed like any, a name already taken hidden.
     pub async fn check_names(&self) -> Result<(), GatewayError> {
+        let starts = self.config.upstreams.keys().map(|server| async move {
+            if !self.pool.started_within(server, START_PATIENCE).await {
+                tracing::warn!(server = %server, patience = ?START_PATIENCE, "proxied upstream not up at start; it starts on in the background and its tools are listed once it answers");
+            }
+        });
+        futures::future::join_all(starts).await;
         let listings = self.list_all().await;
         let mut owners: HashMap<&str, String> = self
             .graph_tools
@@ -211,7 +223,9 @@ impl Gateway {
     }
 
     /// Every proxied upstream's listing, in config order: fresh ones from memory, the rest
-    /// fetched concurrently.
+    /// fetched concurrently from the upstreams that are up. One that is (re)starting is not
+    /// waited for: it counts as down (see `failureMode`) until it is up, when the pool
+    /// announces a list change.
     async fn list_all(&self) -> Listed {
         let jobs = self
             .config
@@ -230,7 +244,7 @@ impl Gateway {
         server: &Arc<str>,
         rules: &ProxiedUpstream,
     ) -> Result<Arc<Vec<Arc<Exposed>>>, String> {
-        let fetched = self.pool.tools(server).await;
+        let fetched = self.pool.tools_now(server).await;
         let mut listings = lock(&self.listings);
         let result = match fetched {
             Ok(tools) => {

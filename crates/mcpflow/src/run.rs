@@ -68,7 +68,9 @@ pub async fn run(args: RunArgs) -> ExitCode {
     report(&run, graph.output_validator(), args.history)
 }
 
-/// Ends a one-shot command's engine: the upstreams stopped, and the run's record in the store.
+/// Ends a one-shot command's engine: the upstreams stopped (the `notifications/cancelled` of
+/// calls the run abandoned sent first, see `UpstreamPool::shutdown`), and the run's record in
+/// the store.
 ///
 /// The engine records a run of a tool that cannot wait on a task of its own, after the run
 /// returns (`Durability::save_plain`), and offers no way to await it; a process that exits at

@@ -124,6 +124,65 @@ async fn an_unreachable_upstream_hides_only_its_own_tools() {
     client.cancel().await.expect("closes");
 }
 
+/// A proxied upstream whose program does not exist: listings and calls of unknown names answer
+/// at once, every time, instead of waiting out its growing restart pause inline (0.25, 0.5,
+/// 1, 2, 4, 8, 8 s: 24 s over these seven listings before). The bounds below are generous:
+/// they tell "answered at once" from "waited the pause", nothing finer.
+#[tokio::test]
+async fn a_dead_upstream_slows_no_listing_and_no_unknown_call() {
+    let yaml = BASE.replace(
+        "    command: \"{fixture}\"\ntools:",
+        "    command: \"{fixture}\"\n  gone:\n    command: \"/nonexistent/mcp-server\"\ntools:",
+    ) + "proxy:\n  upstreams:\n    gone: {}\n    fx: {include: [echo]}\n";
+    let (_dir, client) = serve(&yaml).await;
+    let started = std::time::Instant::now();
+    for _ in 0..7 {
+        assert_eq!(names(&client).await, ["graph_echo", "fx__echo"]);
+    }
+    for _ in 0..3 {
+        let unknown = client
+            .call_tool(rmcp::model::CallToolRequestParams::new("gone__nothing"))
+            .await;
+        assert!(unknown.is_err(), "{unknown:?}");
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "7 listings and 3 unknown calls took {:?}",
+        started.elapsed()
+    );
+    client.cancel().await.expect("closes");
+}
+
+/// A proxied upstream that never answers `initialize` (`sleep 3600`) stalls no client: the
+/// gateway's own `initialize` and every listing answer well before the 30 s connect timeout
+/// they each used to wait out, with the other upstream's tools.
+#[tokio::test]
+async fn a_stuck_upstream_stalls_neither_initialize_nor_listings() {
+    let yaml = BASE.replace(
+        "    command: \"{fixture}\"\ntools:",
+        "    command: \"{fixture}\"\n  stuck:\n    command: sleep\n    args: [\"3600\"]\ntools:",
+    ) + "proxy:\n  upstreams:\n    stuck: {}\n    fx: {include: [echo]}\n";
+    let started = std::time::Instant::now();
+    let (_dir, client) = serve(&yaml).await;
+    let initialized = started.elapsed();
+    assert!(
+        initialized < std::time::Duration::from_secs(15),
+        "initialize took {initialized:?}"
+    );
+    for _ in 0..3 {
+        let listed = std::time::Instant::now();
+        assert_eq!(names(&client).await, ["graph_echo", "fx__echo"]);
+        assert!(
+            listed.elapsed() < std::time::Duration::from_secs(5),
+            "a listing took {:?}",
+            listed.elapsed()
+        );
+    }
+    let r = call(&client, "fx__echo", json!({"ok": true})).await;
+    assert_eq!(r.structured_content, Some(json!({"ok": true})));
+    client.cancel().await.expect("closes");
+}
+
 /// An upstream that was listed and then went down: `fail` keeps its last tools listed and
 /// their calls fail with the upstream's error; `hide` drops them. Either way the graph tool stays.
 #[tokio::test]

@@ -146,6 +146,12 @@ pub struct StdioServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// Timeout of starting the program plus the MCP handshake (`initialize`) in milliseconds
+    /// (default 30000). Meanwhile the gateway lists the server's tools as down; they are
+    /// listed, with a list change, once it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub connect_timeout_ms: Option<u64>,
     /// What mcpflow answers when this server asks its client for `roots/list` and no client
     /// of a forwarded call is there to ask (a graph's `mcp` node, the server's own start):
     /// directories (relative ones resolve against the config file's directory) or `file://`

@@ -4,6 +4,7 @@
 
 use rmcp::model::{CancelledNotification, CancelledNotificationParam, RequestId};
 use rmcp::service::{Peer, ServiceRole};
+use tokio_util::task::TaskTracker;
 
 /// Sends `notifications/cancelled` for a request whose answer nobody will read any more (the
 /// caller cancelled or timed out, or the upstream stopped waiting for a relayed request), from
@@ -15,6 +16,8 @@ where
     peer: &'a Peer<R>,
     id: Option<RequestId>,
     reason: &'static str,
+    /// Where the sending is tracked, so a shutdown can wait for it (see [`Pending`]).
+    pending: Option<&'a Pending>,
 }
 
 impl<'a, R: ServiceRole> CancelOnDrop<'a, R>
@@ -26,7 +29,14 @@ where
             peer,
             id: Some(id),
             reason,
+            pending: None,
         }
+    }
+
+    /// The notification's sending is tracked in `pending`, for a shutdown to flush.
+    pub(crate) fn tracked(mut self, pending: &'a Pending) -> Self {
+        self.pending = Some(pending);
+        self
     }
 
     /// The answer arrived: nothing to cancel.
@@ -49,9 +59,31 @@ where
             Some(id),
             Some(self.reason.to_owned()),
         ));
-        runtime.spawn(async move {
+        let send = async move {
             let _ = peer.send_notification(notification.into()).await;
-        });
+        };
+        match self.pending {
+            Some(pending) => drop(pending.0.spawn_on(send, &runtime)),
+            None => drop(runtime.spawn(send)),
+        }
+    }
+}
+
+/// The `notifications/cancelled` a connection is still sending. A process that exits right
+/// after abandoning a call (`mcpflow run` whose `failFast` sibling failed) would otherwise drop
+/// them unsent, and a remote upstream would work on for nobody.
+#[derive(Default)]
+pub(crate) struct Pending(TaskTracker);
+
+impl Pending {
+    /// Waits until every cancel sent so far is on the wire (rmcp answers a notification's
+    /// sender once the transport took it), or `bound` passed. Returns how many were still
+    /// unsent at the bound.
+    pub async fn flush(&self, bound: std::time::Duration) -> usize {
+        self.0.close();
+        let flushed = tokio::time::timeout(bound, self.0.wait()).await.is_ok();
+        self.0.reopen();
+        if flushed { 0 } else { self.0.len() }
     }
 }
 

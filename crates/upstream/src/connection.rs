@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use rmcp::model::{ClientRequest, GetExtensions, RequestMetaObject, ServerResult};
 use rmcp::service::{ClientInitializeError, Peer, PeerRequestOptions, RunningService};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{RoleClient, ServiceError, ServiceExt};
 
-use crate::cancel::{ABANDONED, CancelOnDrop};
+use crate::cancel::{ABANDONED, CancelOnDrop, Pending};
 use crate::client::ClientEvents;
 use crate::error::UpstreamError;
 use crate::inbound::{Inbound, Ordered, ProgressRoute, ProgressSink};
+use crate::lines::{BROKEN_ANSWER, Lines};
 use crate::process::{self, ChildProcess, CommandSpec, Spawned};
 use crate::relay::{Caller, Relay};
 use crate::remote::RemoteSpec;
@@ -29,6 +29,9 @@ const TRANSPORT_CLOSED_MARKER: &str = "io.modelcontextprotocol/transportClosed";
 /// How long a dead child may take to be reaped before we describe it anyway.
 const DEATH_WAIT: Duration = Duration::from_secs(1);
 
+/// At shutdown, how long the cancels of abandoned requests may take to leave.
+const CANCEL_FLUSH: Duration = Duration::from_secs(2);
+
 pub(crate) struct Connection {
     server: Arc<str>,
     service: RunningService<RoleClient, ClientEvents>,
@@ -40,6 +43,8 @@ pub(crate) struct Connection {
     info: ServerInfo,
     /// Whether this session can carry 2026-07-28 requests (asked once, on first need).
     pub(crate) era: crate::stateless::EraProbe,
+    /// Cancels of abandoned requests still being sent, flushed before the session ends.
+    cancels: Pending,
 }
 
 /// How [`Connection::send`] sends one request: the caller's options, resolved for this
@@ -71,11 +76,12 @@ struct RemoteLink {
 }
 
 impl Connection {
-    /// Spawns the child and completes `initialize` within `timeout`.
+    /// Spawns the child and completes `initialize` within `timeout`; a line of more than
+    /// `max_line` bytes from it is not read (see `lines.rs`).
     pub async fn connect(
         server: &Arc<str>,
         spec: &CommandSpec,
-        timeout: Duration,
+        (timeout, max_line): (Duration, usize),
         stderr: Arc<StderrTail>,
         inbound: Arc<Inbound>,
         roots: Arc<[String]>,
@@ -90,7 +96,8 @@ impl Connection {
             reason: spawn_failure(&error),
         })?;
         let relay = Arc::new(Relay::with_roots(roots));
-        let transport = Ordered::new(AsyncRwTransport::new_client(stdout, stdin), inbound.clone());
+        let lines = Lines::new(server.clone(), stdout, stdin, max_line);
+        let transport = Ordered::new(lines, inbound.clone());
         let handshake = ClientEvents::new(server.clone(), relay.clone()).serve(transport);
         let service = match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(service)) => service,
@@ -214,6 +221,7 @@ impl Connection {
             relay,
             info,
             era: Default::default(),
+            cancels: Pending::default(),
         }
     }
 
@@ -290,7 +298,8 @@ impl Connection {
                 self.inbound
                     .route_until_dropped(handle.progress_token.clone())
             });
-            let mut guard = CancelOnDrop::new(peer, handle.id.clone(), ABANDONED);
+            let mut guard =
+                CancelOnDrop::new(peer, handle.id.clone(), ABANDONED).tracked(&self.cancels);
             let response = handle.await_response().await;
             guard.disarm();
             response
@@ -336,6 +345,13 @@ impl Connection {
         let closed = match error {
             ServiceError::McpError(error) if is_transport_closed(&error) => {
                 error.message.into_owned()
+            }
+            ServiceError::McpError(error) if is_broken_answer(&error) => {
+                return Err(UpstreamError::BrokenAnswer {
+                    server,
+                    operation,
+                    reason: error.message.into_owned(),
+                });
             }
             ServiceError::McpError(error) => {
                 if let Link::Remote(remote) = &self.link
@@ -403,14 +419,29 @@ impl Connection {
         }
     }
 
-    /// Closes stdin, then waits for the child to exit, escalating to SIGTERM and SIGKILL. A
+    /// Sends the cancels of abandoned requests still pending (within a short bound), closes
+    /// stdin, then waits for the child to exit, escalating to SIGTERM and SIGKILL. A
     /// remote session is ended (rmcp sends the HTTP `DELETE` for it in the background).
     pub async fn shut_down(&self, grace: Duration) {
+        // Before the session ends: a cancel still queued would never leave.
+        let unsent = self.cancels.flush(CANCEL_FLUSH).await;
+        if unsent > 0 {
+            tracing::warn!(server = %self.server, unsent, "shutting down with cancels of abandoned requests unsent");
+        }
         self.service.cancellation_token().cancel();
         if let Link::Child(process) = &self.link {
             process.terminate(grace).await;
         }
     }
+}
+
+/// An error response `lines.rs` made in place of an answer that cannot be read.
+fn is_broken_answer(error: &rmcp::model::ErrorData) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|data| data.get(BROKEN_ANSWER))
+        .is_some()
 }
 
 fn is_transport_closed(error: &rmcp::model::ErrorData) -> bool {
@@ -515,6 +546,9 @@ async fn handshake_failure(error: &ClientInitializeError, process: &ChildProcess
         | ClientInitializeError::TransportError { .. } => {
             let (status, _) = process.death_report(DEATH_WAIT).await;
             format!("it {status} before answering `initialize`")
+        }
+        ClientInitializeError::JsonRpcError(error) if is_broken_answer(error) => {
+            format!("its answer to `initialize` is broken: {}", error.message)
         }
         ClientInitializeError::JsonRpcError(error) => format!(
             "it rejected `initialize`: {} (JSON-RPC error {})",

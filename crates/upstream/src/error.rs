@@ -96,6 +96,19 @@ pub enum UpstreamError {
         reason: String,
     },
 
+    /// An answer that cannot be read (not JSON-RPC, over the line cap, under an id mcpflow
+    /// never sent): the request it was for fails as soon as that is seen.
+    #[error(
+        "upstream `{server}` broke the protocol answering `{operation}`: {reason}; no answer \
+         can come, so the call failed at once; check the server's version, and that nothing \
+         but the server writes to its stdout"
+    )]
+    BrokenAnswer {
+        server: String,
+        operation: String,
+        reason: String,
+    },
+
     #[error(
         "upstream `{server}` has type `{kind}`, which this build does not support; use a stdio \
          server (`command`, `args`), `streamableHttp` or `sse`"
@@ -134,6 +147,13 @@ pub enum UpstreamError {
         reason: String,
     },
 
+    /// The upstream is being started (or restarted) in the background; nothing failed yet.
+    #[error(
+        "upstream `{server}` is starting; its tools are listed once it answers (clients are \
+         told the list changed)"
+    )]
+    Starting { server: String },
+
     #[error("upstream `{server}` was shut down with its pool; create a new pool to call it again")]
     ShutDown { server: String },
 
@@ -155,11 +175,13 @@ impl UpstreamError {
             | UpstreamError::Timeout { server, .. }
             | UpstreamError::Rejected { server, .. }
             | UpstreamError::Protocol { server, .. }
+            | UpstreamError::BrokenAnswer { server, .. }
             | UpstreamError::Unsupported { server, .. }
             | UpstreamError::Unreachable { server, .. }
             | UpstreamError::HandshakeTimeout { server, .. }
             | UpstreamError::Disconnected { server, .. }
             | UpstreamError::ShutDown { server }
+            | UpstreamError::Starting { server }
             | UpstreamError::Cancelled { server, .. } => server,
         }
     }

@@ -36,7 +36,9 @@
 //!   growing pause if it keeps dying). A remote connection that breaks fails its calls with
 //!   [`UpstreamError::Disconnected`] and is reconnected on the next call, with the same pause.
 //!   A call that outlives `timeoutMs` is cancelled upstream (`notifications/cancelled`) and
-//!   fails with [`UpstreamError::Timeout`].
+//!   fails with [`UpstreamError::Timeout`]. A stdio answer that cannot be read (not JSON-RPC,
+//!   over the line cap, under an id never sent) fails its call at once with
+//!   [`UpstreamError::BrokenAnswer`] (see `lines.rs`).
 //! - Each child runs in its own process group; dropping the pool kills the groups.
 //! - Results come back as plain JSON ([`ToolResult`], [`ToolInfo`]): rmcp's types stay inside.
 //! - Every request takes one path ([`UpstreamPool::send`] with [`passthrough::SendOptions`];
@@ -69,6 +71,7 @@ mod connection;
 mod error;
 mod inbound;
 mod legacy_sse;
+mod lines;
 pub mod passthrough;
 mod pool;
 mod process;

@@ -37,6 +37,14 @@ impl UpstreamPool {
         self.upstream(server)?.tools().await
     }
 
+    /// [`UpstreamPool::tools`] without waiting for a (re)start: the cached list, or one made on
+    /// the live connection. An upstream that is not connected is started in the background
+    /// and this fails at once (with why its last start failed, if it did); once it is up, a
+    /// list change is announced on [`UpstreamPool::list_changes`].
+    pub async fn tools_now(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        self.upstream(server)?.listed().await
+    }
+
     /// `server`'s tools if the cache holds a current list, without asking the server.
     pub fn current_tools(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
         self.upstream(server).ok()?.catalog.current()

@@ -19,12 +19,17 @@ use crate::upstream::Upstream;
 /// Timeouts of a pool. Per-server `timeoutMs` overrides `call_timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolOptions {
-    /// Spawn plus `initialize`; a server that takes longer is reported as not starting.
+    /// Spawn plus `initialize` (connecting plus the handshake for a remote server) when the
+    /// server sets no `connectTimeoutMs`; a server that takes longer is reported as not
+    /// starting.
     pub connect_timeout: Duration,
     /// One request (`tools/call`, `tools/list`) when the server sets no `timeoutMs`.
     pub call_timeout: Duration,
     /// At shutdown, how long to wait after closing stdin, and again after SIGTERM.
     pub shutdown_grace: Duration,
+    /// The longest line (one JSON-RPC message) read from a stdio upstream; a longer one is
+    /// skipped and fails the request it answers.
+    pub max_line_bytes: usize,
 }
 
 impl Default for PoolOptions {
@@ -33,6 +38,7 @@ impl Default for PoolOptions {
             connect_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(2),
+            max_line_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -44,7 +50,7 @@ impl Default for PoolOptions {
 /// [`UpstreamPool::shutdown`] first for the polite stdin-close / SIGTERM sequence.
 #[derive(Clone)]
 pub struct UpstreamPool {
-    upstreams: Arc<IndexMap<String, Upstream>>,
+    upstreams: Arc<IndexMap<String, Arc<Upstream>>>,
     /// What the upstreams announce, for this pool's subscribers only.
     feeds: Arc<Feeds>,
 }
@@ -111,6 +117,15 @@ impl UpstreamPool {
         self.upstream(server)?.list_tools().await
     }
 
+    /// Starts `server` if it is not connected and waits up to `patience` for it; true when it
+    /// is connected. The start goes on in the background either way.
+    pub async fn started_within(&self, server: &str, patience: Duration) -> bool {
+        match self.upstream(server) {
+            Ok(upstream) => upstream.started_within(patience).await,
+            Err(_) => false,
+        }
+    }
+
     /// The names of this pool's upstreams that said `notifications/tools/list_changed`, as
     /// they say it; the pool's tool cache for that upstream is dropped before the name is sent.
     pub fn list_changes(&self) -> broadcast::Receiver<Arc<str>> {
@@ -138,13 +153,16 @@ impl UpstreamPool {
         self.upstreams.get(server)?.stderr_tail()
     }
 
-    /// Closes every upstream's stdin, waits for the children to exit, then SIGTERMs and
-    /// SIGKILLs the stragglers. Later calls fail with [`UpstreamError::ShutDown`].
+    /// Sends the `notifications/cancelled` of abandoned requests still pending (each
+    /// connection within a short bound), closes every upstream's stdin, waits for the
+    /// children to exit, then SIGTERMs and SIGKILLs the stragglers; starts under way are
+    /// abandoned. Later calls fail with [`UpstreamError::ShutDown`]. A process should call it
+    /// before it exits, or the cancels of its last abandoned calls may never leave.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.upstreams.values().map(Upstream::shut_down)).await;
+        futures::future::join_all(self.upstreams.values().map(|u| u.shut_down())).await;
     }
 
-    pub(crate) fn upstream(&self, server: &str) -> Result<&Upstream, UpstreamError> {
+    pub(crate) fn upstream(&self, server: &str) -> Result<&Arc<Upstream>, UpstreamError> {
         self.upstreams
             .get(server)
             .ok_or_else(|| UpstreamError::UnknownServer {

@@ -22,7 +22,7 @@ use crate::error::UpstreamError;
 use crate::inbound::ProgressSink;
 use crate::relay::Caller;
 use crate::result::ToolResult;
-use crate::upstream::Upstream;
+use crate::upstream::{Ready, Upstream};
 
 /// How one request is sent (see [`UpstreamPool::send`](crate::UpstreamPool::send)). The
 /// default: the upstream's own timeout, no progress, nothing relayed (what the upstream asks
@@ -35,6 +35,7 @@ pub struct SendOptions {
     timeout: Option<Duration>,
     cancel: Option<CancellationToken>,
     retry_unprocessed: bool,
+    if_connected: bool,
 }
 
 impl SendOptions {
@@ -74,6 +75,13 @@ impl SendOptions {
         self
     }
 
+    /// Fails at once when the upstream is not connected (it is (re)started in the
+    /// background) rather than waiting for it: for a listing, which answers with what is up.
+    pub fn if_connected(mut self) -> Self {
+        self.if_connected = true;
+        self
+    }
+
     /// A request that certainly was not processed (the server forgot the session, or it
     /// never reached the server) is sent once more on a new connection.
     pub fn retry_unprocessed(mut self) -> Self {
@@ -110,7 +118,11 @@ impl Upstream {
         operation: &str,
         options: &SendOptions,
     ) -> Result<ServerResult, UpstreamError> {
-        let connection = self.connection().await?;
+        let connection = match self.ready()? {
+            Ready::Now(connection) => connection,
+            Ready::Later(_) if options.if_connected => return Err(self.not_connected()),
+            Ready::Later(start) => start.await?,
+        };
         // Kept only where a retry can happen (remote links), off the stdio hot path.
         let again = (options.retry_unprocessed && connection.may_retry()).then(|| request.clone());
         let mut result = self.send_on(&connection, request, operation, options).await;
@@ -225,6 +237,20 @@ impl Upstream {
         let tools = Arc::new(tools);
         self.catalog.store(generation, tools.clone());
         Ok(tools)
+    }
+
+    /// The tools as far as they are known now: the catalog's, or listed on the live
+    /// connection. An upstream that is not connected is started in the background and fails
+    /// the listing at once (with why its last start failed, if it did); its tools come with a
+    /// list change once it is up.
+    pub(crate) async fn listed(&self) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        if let Some(tools) = self.catalog.current() {
+            return Ok(tools);
+        }
+        match self.ready()? {
+            Ready::Now(_) => self.tools().await,
+            Ready::Later(_) => Err(self.missed_listing()),
+        }
     }
 
     fn unusable(&self, tool: &str, reason: impl ToString) -> UpstreamError {

@@ -1,13 +1,21 @@
 //! One configured upstream over time: started (or connected) on first use, shared by concurrent
 //! callers, restarted after it dies or reconnected after its connection breaks, with a growing
 //! pause when it keeps failing.
+//!
+//! A start runs on a task of its own: a caller that needs the connection (a call) waits for
+//! it, a listing does not (`Upstream::listed` answers from what is known at once and owes the
+//! pool's feed a list change for when the start succeeds), and a caller that gives up does
+//! not abandon the start for the next one.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use mcpflow_model::McpServer;
+use tokio_util::sync::CancellationToken;
 
 use crate::PoolOptions;
 use crate::catalog::Catalog;
@@ -26,6 +34,9 @@ const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(8);
 
 pub(crate) struct Upstream {
     pub(crate) name: Arc<str>,
+    /// This upstream, for the task a start runs on (it must not keep the pool's children
+    /// alive: dropped with the pool, the start is abandoned and its child killed).
+    me: Weak<Upstream>,
     transport: Transport,
     /// What mcpflow answers to this server's `roots/list` when no client can (as URIs).
     roots: Arc<[String]>,
@@ -33,12 +44,14 @@ pub(crate) struct Upstream {
     pub(crate) call_timeout: Duration,
     connect_timeout: Duration,
     options: PoolOptions,
-    slot: tokio::sync::Mutex<Slot>,
-    /// Start attempts finished so far: a caller that waited on the slot while another caller's
-    /// attempt failed takes that failure instead of trying again at once.
-    attempts: AtomicU64,
+    slot: Mutex<Slot>,
     /// Start failures and unexpected deaths since the last successful request.
     failures: AtomicU32,
+    /// A listing went without this upstream's tools while it was (re)starting: its next
+    /// successful start announces a list change, so the listing is made again.
+    change_owed: AtomicBool,
+    /// Cancelled when the upstream is shut down or dropped: a start under way is abandoned.
+    stop: CancellationToken,
     /// Stderr of the newest process, kept after it dies for [`Upstream::stderr_tail`].
     stderr: Mutex<Option<Arc<StderrTail>>>,
     /// The tool list, shared by the successive connections.
@@ -52,12 +65,22 @@ enum Transport {
     Remote(RemoteSpec),
 }
 
+/// A start under way, shared by every caller waiting for it.
+type Start = Shared<BoxFuture<'static, Result<Arc<Connection>, UpstreamError>>>;
+
 #[derive(Default)]
 struct Slot {
     connection: Option<Arc<Connection>>,
+    starting: Option<Start>,
     last_error: Option<UpstreamError>,
     last_failure: Option<Instant>,
     shut_down: bool,
+}
+
+/// The connection now, or the start to wait for.
+pub(crate) enum Ready {
+    Now(Arc<Connection>),
+    Later(Start),
 }
 
 impl Upstream {
@@ -67,7 +90,7 @@ impl Upstream {
         base_dir: &Path,
         options: PoolOptions,
         feeds: Arc<Feeds>,
-    ) -> Upstream {
+    ) -> Arc<Upstream> {
         let roots = match server {
             McpServer::Stdio(stdio) => &stdio.roots,
             McpServer::Remote(remote) => &remote.roots,
@@ -94,7 +117,8 @@ impl Upstream {
                     cwd,
                     display: display_command(&stdio.command, &stdio.args),
                 };
-                (Transport::Stdio(spec), stdio.timeout_ms, None)
+                let connect_timeout = stdio.connect_timeout_ms.map(Duration::from_millis);
+                (Transport::Stdio(spec), stdio.timeout_ms, connect_timeout)
             }
             McpServer::Remote(remote) => {
                 let spec = RemoteSpec::new(remote);
@@ -102,20 +126,22 @@ impl Upstream {
                 (Transport::Remote(spec), remote.timeout_ms, connect_timeout)
             }
         };
-        Upstream {
+        Arc::new_cyclic(|me| Upstream {
             name: name.into(),
+            me: me.clone(),
             transport,
             roots,
             call_timeout: timeout_ms.map_or(options.call_timeout, Duration::from_millis),
             connect_timeout: connect_timeout.unwrap_or(options.connect_timeout),
             options,
-            slot: tokio::sync::Mutex::new(Slot::default()),
-            attempts: AtomicU64::new(0),
+            slot: Mutex::new(Slot::default()),
             failures: AtomicU32::new(0),
+            change_owed: AtomicBool::new(false),
+            stop: CancellationToken::new(),
             stderr: Mutex::new(None),
             catalog: Arc::default(),
             feeds,
-        }
+        })
     }
 
     /// The catalog's tools, in the crate's plain view.
@@ -124,13 +150,42 @@ impl Upstream {
         Ok(tools.iter().map(ToolInfo::from_rmcp).collect())
     }
 
+    /// Why a tool listing goes without this upstream while it is (re)starting (see
+    /// [`Upstream::not_connected`]); its next successful start owes a list change.
+    pub(crate) fn missed_listing(&self) -> UpstreamError {
+        self.change_owed.store(true, Ordering::Release);
+        self.not_connected()
+    }
+
+    /// Why a request that would not wait goes without this upstream while it is
+    /// (re)starting: its last start's failure, if it failed.
+    pub(crate) fn not_connected(&self) -> UpstreamError {
+        let slot = self.slot();
+        slot.last_error
+            .clone()
+            .unwrap_or_else(|| UpstreamError::Starting {
+                server: self.name.to_string(),
+            })
+    }
+
+    /// Waits up to `patience` for a start under way (starting one if needed); true when the
+    /// upstream is connected.
+    pub(crate) async fn started_within(&self, patience: Duration) -> bool {
+        let start = match self.ready() {
+            Ok(Ready::Now(_)) => return true,
+            Ok(Ready::Later(start)) => start,
+            Err(_) => return false,
+        };
+        matches!(tokio::time::timeout(patience, start).await, Ok(Ok(_)))
+    }
+
     pub async fn server_info(&self) -> Result<ServerInfo, UpstreamError> {
         Ok(self.connection().await?.info().clone())
     }
 
     /// None while a start is under way: there is no running child to name yet.
     pub fn pid(&self) -> Option<u32> {
-        let slot = self.slot.try_lock().ok()?;
+        let slot = self.slot();
         slot.connection
             .as_ref()
             .filter(|c| c.is_alive())
@@ -142,11 +197,14 @@ impl Upstream {
         stderr.as_ref().map(|tail| tail.snapshot())
     }
 
-    /// Stops the process for good; later calls fail with [`UpstreamError::ShutDown`].
+    /// Stops the process for good (a start under way is abandoned, its child killed); later
+    /// calls fail with [`UpstreamError::ShutDown`].
     pub async fn shut_down(&self) {
+        self.stop.cancel();
         let connection = {
-            let mut slot = self.slot.lock().await;
+            let mut slot = self.slot();
             slot.shut_down = true;
+            slot.starting = None;
             slot.connection.take()
         };
         if let Some(connection) = connection {
@@ -167,8 +225,20 @@ impl Upstream {
     /// The live connection, started now if there is none. Callers that arrive while a start is
     /// under way wait for it and share its outcome, so one upstream never has two children.
     pub(crate) async fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
-        let attempts_seen = self.attempts.load(Ordering::Acquire);
-        let mut slot = self.slot.lock().await;
+        match self.ready()? {
+            Ready::Now(connection) => Ok(connection),
+            Ready::Later(start) => start.await,
+        }
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live connection, or the start under way, or a new start (after the pause a
+    /// failing upstream has earned) on a task of its own.
+    pub(crate) fn ready(&self) -> Result<Ready, UpstreamError> {
+        let mut slot = self.slot();
         if slot.shut_down {
             return Err(UpstreamError::ShutDown {
                 server: self.name.to_string(),
@@ -176,7 +246,7 @@ impl Upstream {
         }
         if let Some(connection) = &slot.connection {
             if connection.is_alive() {
-                return Ok(connection.clone());
+                return Ok(Ready::Now(connection.clone()));
             }
             tracing::info!(server = %self.name, "upstream connection is gone; starting a new one");
             // The next session may list other tools than this one did.
@@ -185,49 +255,91 @@ impl Upstream {
             slot.last_failure = Some(Instant::now());
             self.failures.fetch_add(1, Ordering::Relaxed);
         }
-        if self.attempts.load(Ordering::Acquire) != attempts_seen
-            && let Some(error) = &slot.last_error
-        {
-            return Err(error.clone());
+        if let Some(start) = &slot.starting {
+            return Ok(Ready::Later(start.clone()));
         }
-
         let failures = self.failures.load(Ordering::Relaxed);
-        if let Some(last_failure) = slot.last_failure {
-            let pause = restart_pause(failures).saturating_sub(last_failure.elapsed());
-            if !pause.is_zero() {
-                tracing::info!(server = %self.name, failures, ?pause, "upstream keeps failing; pausing before the next start");
-                tokio::time::sleep(pause).await;
-            }
+        let pause = slot.last_failure.map_or(Duration::ZERO, |last| {
+            restart_pause(failures).saturating_sub(last.elapsed())
+        });
+        if !pause.is_zero() {
+            tracing::info!(server = %self.name, failures, ?pause, "upstream keeps failing; pausing before the next start");
         }
+        let start = self.start(pause);
+        slot.starting = Some(start.clone());
+        Ok(Ready::Later(start))
+    }
 
+    /// Spawns one start: the pause, then the child and `initialize` (or the remote
+    /// handshake) within the connect timeout.
+    fn start(&self, pause: Duration) -> Start {
         let inbound = Inbound::new(self.name.clone(), self.catalog.clone(), self.feeds.clone());
-        let outcome = match &self.transport {
+        let (name, roots, timeout) = (self.name.clone(), self.roots.clone(), self.connect_timeout);
+        let connect: BoxFuture<'static, Result<Connection, UpstreamError>> = match &self.transport {
             Transport::Stdio(spec) => {
                 let stderr = Arc::new(StderrTail::default());
                 *self.stderr.lock().unwrap_or_else(|e| e.into_inner()) = Some(stderr.clone());
-                let roots = self.roots.clone();
-                Connection::connect(
-                    &self.name,
-                    spec,
-                    self.connect_timeout,
-                    stderr,
-                    inbound,
-                    roots,
-                )
-                .await
+                let spec = spec.clone();
+                let limits = (timeout, self.options.max_line_bytes);
+                async move {
+                    Connection::connect(&name, &spec, limits, stderr, inbound, roots).await
+                }
+                .boxed()
             }
             Transport::Remote(spec) => {
-                let roots = self.roots.clone();
-                Connection::connect_remote(&self.name, spec, self.connect_timeout, inbound, roots)
-                    .await
+                let spec = spec.clone();
+                async move {
+                    Connection::connect_remote(&name, &spec, timeout, inbound, roots).await
+                }
+                .boxed()
             }
         };
-        self.attempts.fetch_add(1, Ordering::Release);
+        let (me, stop, server) = (self.me.clone(), self.stop.clone(), self.name.to_string());
+        let task = tokio::spawn(async move {
+            let outcome = tokio::select! {
+                outcome = async {
+                    tokio::time::sleep(pause).await;
+                    connect.await
+                } => outcome,
+                () = stop.cancelled() => Err(UpstreamError::ShutDown { server: server.clone() }),
+            };
+            match me.upgrade() {
+                Some(upstream) => upstream.started(outcome),
+                None => Err(UpstreamError::ShutDown { server }),
+            }
+        });
+        let server = self.name.to_string();
+        async move {
+            task.await
+                .unwrap_or_else(|_| Err(UpstreamError::ShutDown { server }))
+        }
+        .boxed()
+        .shared()
+    }
+
+    /// Takes the outcome of a start: the new connection in the slot, or the failure for the
+    /// pause before the next start.
+    fn started(
+        &self,
+        outcome: Result<Connection, UpstreamError>,
+    ) -> Result<Arc<Connection>, UpstreamError> {
+        let mut slot = self.slot();
+        slot.starting = None;
+        if slot.shut_down {
+            // Dropped here, which kills the child.
+            return Err(UpstreamError::ShutDown {
+                server: self.name.to_string(),
+            });
+        }
         match outcome {
             Ok(connection) => {
                 let connection = Arc::new(connection);
                 slot.connection = Some(connection.clone());
                 slot.last_error = None;
+                drop(slot);
+                if self.change_owed.swap(false, Ordering::AcqRel) {
+                    self.feeds.announce_change(&self.name);
+                }
                 Ok(connection)
             }
             Err(error) => {
@@ -238,6 +350,13 @@ impl Upstream {
                 Err(error)
             }
         }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        // A start under way holds no reference: without this it would finish for nobody.
+        self.stop.cancel();
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{alive, args, count, eventually, fixture, fixture_pid, pool, structured};
 use mcpflow_upstream::UpstreamError;
@@ -253,4 +253,135 @@ async fn shutdown_stops_the_children_and_later_calls_fail() {
         .await
         .unwrap_err();
     assert!(matches!(error, UpstreamError::ShutDown { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_stdio_server_may_set_its_own_connect_timeout() {
+    // The pool's default would wait 20 s; the server's own key says 300 ms.
+    let pool = pool(vec![(
+        S,
+        fixture(&["--hang-on-initialize"], json!({"connectTimeoutMs": 300})),
+    )]);
+    let started = Instant::now();
+    let error = pool.list_tools(S).await.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            UpstreamError::ConnectTimeout {
+                timeout_ms: 300,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A listing never waits for a start: an upstream that does not answer `initialize` fails it
+/// at once, every time, while its start goes on in the background (here for 20 s).
+#[tokio::test]
+async fn listings_do_not_wait_for_a_start() {
+    let pool = pool(vec![(S, fixture(&["--hang-on-initialize"], json!({})))]);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let error = pool.tools_now(S).await.unwrap_err();
+        assert!(
+            matches!(&error, UpstreamError::Starting { .. }),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("`fixture` is starting"),
+            "{error}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "waited {:?} for a start",
+            started.elapsed()
+        );
+    }
+}
+
+/// A program that cannot start: listings fail at once with why, never waiting out the
+/// growing pause between restarts (0.25, 0.5, 1, 2, 4, 8 s), which runs in the background.
+#[tokio::test]
+async fn listings_of_a_dead_upstream_do_not_wait_out_its_restart_pause() {
+    let pool = pool(vec![(
+        S,
+        common::server(json!({"command": "/nonexistent/mcp-server"})),
+    )]);
+    let started = Instant::now();
+    let mut spawn_errors = 0;
+    for _ in 0..8 {
+        match pool.tools_now(S).await {
+            Err(UpstreamError::Spawn { .. }) => spawn_errors += 1,
+            Err(UpstreamError::Starting { .. }) => {}
+            other => panic!("expected a start failure, got {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(spawn_errors > 0, "the start failure is reported");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "8 listings took {:?}",
+        started.elapsed()
+    );
+}
+
+/// A listing that went without an upstream (it was starting) is owed a list change: the pool
+/// announces one once the upstream is up, and the next listing has its tools.
+#[tokio::test]
+async fn a_listing_made_while_starting_is_followed_by_a_list_change() {
+    let pool = pool(vec![(S, fixture(&[], json!({})))]);
+    let mut changes = pool.list_changes();
+    let missed = pool.tools_now(S).await.unwrap_err();
+    assert!(
+        matches!(missed, UpstreamError::Starting { .. }),
+        "{missed:?}"
+    );
+    let changed = tokio::time::timeout(Duration::from_secs(20), changes.recv())
+        .await
+        .expect("a list change once the upstream is up")
+        .expect("the feed is open");
+    assert_eq!(&*changed, S);
+    let tools = pool.tools_now(S).await.expect("listed once up");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+}
+
+/// `mcpflow run` abandons a call (a failFast sibling failed) and shuts the pool down at once:
+/// the `notifications/cancelled` must still reach the upstream, every time.
+#[tokio::test]
+async fn shutdown_sends_the_cancels_of_abandoned_calls_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for round in 0..20 {
+        let record = dir.path().join(format!("received-{round}.jsonl"));
+        let record_arg = record.to_str().expect("a UTF-8 path");
+        let pool = pool(vec![(S, fixture(&["--record", record_arg], json!({})))]);
+        assert_eq!(count(&pool, S).await, 1);
+        let sleeping = pool.call_tool(S, "sleep", args(json!({"ms": 600_000})));
+        // Abandoned once it is surely on the wire (the record shows it arrived).
+        let abandoned = tokio::time::timeout(Duration::from_secs(20), async {
+            let mut sleeping = std::pin::pin!(sleeping);
+            loop {
+                tokio::select! {
+                    _ = &mut sleeping => panic!("the sleep ended"),
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                }
+                let received = std::fs::read_to_string(&record).unwrap_or_default();
+                if received.contains(r#""name":"sleep""#) {
+                    return;
+                }
+            }
+        });
+        abandoned.await.expect("the sleep reaches the fixture");
+        pool.shutdown().await;
+        let received = std::fs::read_to_string(&record).expect("the record");
+        assert!(
+            received.contains("notifications/cancelled"),
+            "round {round}: the cancel never reached the upstream; it received:\n{received}"
+        );
+    }
 }
