@@ -138,6 +138,15 @@ impl Guard {
     }
 }
 
+/// The Host/Origin check alone, for the fuzz targets (`cargo fuzz` builds with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub fn check_host_and_origin(
+    options: &HttpOptions,
+    headers: &HeaderMap,
+) -> Result<(), &'static str> {
+    Guard::new(options).check_origin(headers)
+}
+
 /// Why a request was not admitted.
 struct Refusal {
     status: StatusCode,

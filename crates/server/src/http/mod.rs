@@ -24,6 +24,9 @@ mod guard;
 mod sessions;
 mod sse;
 
+#[cfg(fuzzing)]
+pub use guard::check_host_and_origin;
+
 use crate::error::ServerError;
 use crate::live::LiveServer;
 use guard::{Guard, guard};
