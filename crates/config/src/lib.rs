@@ -53,6 +53,7 @@ mod mcp_json;
 mod mcpgraph_0_1_23;
 mod place;
 pub mod proxy;
+mod read;
 mod schema;
 pub mod script;
 mod source;
@@ -68,6 +69,7 @@ pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
 pub use mcpflow_model::*;
 pub use mcpflow_model::{http, session};
 pub use mcpgraph_0_1_23::{MigrateError, Migrated, migrate};
+pub use read::{ReadError, read_text};
 pub use schema::schema;
 
 /// The config's types, which live in [`mcpflow_model`]; kept at this path for existing users.

@@ -418,16 +418,7 @@ pub(crate) fn read(path: &Path, name: &str) -> Result<String, ConfigErrors> {
             hint: None,
         })
     };
-    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    if meta.len() > yaml::MAX_FILE_BYTES as u64 {
-        return Err(fail(format!(
-            "the file is {} bytes; the limit is {}",
-            meta.len(),
-            yaml::MAX_FILE_BYTES
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read the file: {e}")))?;
-    String::from_utf8(bytes).map_err(|_| fail("the file is not UTF-8 text".to_owned()))
+    crate::read::read_text(path, yaml::MAX_FILE_BYTES as u64).map_err(|e| fail(e.to_string()))
 }
 
 /// A config read and checked by the loader, waiting for the engine to compile it.

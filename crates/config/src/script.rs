@@ -175,14 +175,19 @@ fn read(path: &Path) -> Result<String, String> {
     if !meta.is_file() {
         return Err("is not a file".into());
     }
-    if meta.len() > MAX_SCRIPT_BYTES {
-        return Err(format!(
-            "is {} bytes; the limit is {MAX_SCRIPT_BYTES}",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".to_owned())
+    // The reported size may lie (a file under /proc, one that grows while read): the read
+    // itself stops past the limit.
+    crate::read::read_text(path, MAX_SCRIPT_BYTES).map_err(|e| match e {
+        crate::ReadError::Io(e) => format!("cannot be read: {e}"),
+        crate::ReadError::TooLarge {
+            size: Some(size),
+            limit,
+        } => format!("is {size} bytes; the limit is {limit}"),
+        crate::ReadError::TooLarge { size: None, limit } => {
+            format!("is larger than the limit of {limit} bytes")
+        }
+        crate::ReadError::NotUtf8 => "is not UTF-8 text".to_owned(),
+    })
 }
 
 #[cfg(test)]

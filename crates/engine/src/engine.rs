@@ -25,7 +25,11 @@ pub struct Engine {
 pub(crate) struct Inner {
     pub(crate) graphs: IndexMap<String, Arc<Graph>>,
     pub(crate) pool: UpstreamPool,
+    /// An evaluation's full limits: what an expression gets off the request path.
     pub(crate) limits: Limits,
+    /// The same with the small step budget of an evaluation on the request path
+    /// (see [`crate::offload`]).
+    pub(crate) quick_limits: Limits,
     /// Set once, when the server attaches a store (see [`Engine::attach_durability`]).
     durability: std::sync::OnceLock<crate::durable::Durability>,
     next_run: AtomicU64,
@@ -79,6 +83,7 @@ impl Engine {
                 graphs,
                 pool,
                 limits: Limits::default(),
+                quick_limits: crate::offload::quick(Limits::default()),
                 durability: std::sync::OnceLock::new(),
                 next_run: AtomicU64::new(1),
                 predecessors: std::sync::Mutex::new(Vec::new()),

@@ -40,6 +40,7 @@ mod frame;
 mod graph;
 mod history;
 mod nodes;
+mod offload;
 mod output;
 mod request;
 mod resilience;

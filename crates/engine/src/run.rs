@@ -154,7 +154,12 @@ pub(crate) struct Shared<'a> {
     pub pool: &'a UpstreamPool,
     pub control: &'a Control,
     pub events: Option<&'a broadcast::Sender<Event>>,
+    /// The full limits of an evaluation (off the request path, or where there is no going
+    /// there: scripts' arguments, await messages).
     pub limits: &'a Limits,
+    /// The limits of an evaluation in place, with the small step budget (see
+    /// [`crate::offload`]).
+    pub quick: &'a Limits,
     pub started: Instant,
     /// Nodes started in the whole run (branches and sub-runs included), for `maxNodeExecutions`.
     pub executed: AtomicU64,
@@ -293,7 +298,19 @@ impl<'a> Executor<'a> {
     }
 
     /// The scope expressions of the node about to run read.
+    /// The scope of an evaluation in place, within the quick step budget: only for
+    /// evaluations that go through [`Executor::evaluate`], which takes the heavy ones off the
+    /// request path.
     pub(crate) fn scope<'s>(&'s self, frame: &'s Frame<'_>) -> Scope<'s> {
+        Scope {
+            context: &frame.context,
+            history: frame,
+            limits: self.shared.quick,
+        }
+    }
+
+    /// The scope of an evaluation in place with the full limits.
+    pub(crate) fn full_scope<'s>(&'s self, frame: &'s Frame<'_>) -> Scope<'s> {
         Scope {
             context: &frame.context,
             history: frame,
@@ -597,8 +614,9 @@ impl<'a> Executor<'a> {
     ) -> Result<Attempt, Failure> {
         let step = &self.graph.nodes[at];
         let id = &*step.id;
-        // Expressions are evaluated synchronously; only upstream calls and sub-chains await,
-        // after the scope (which borrows the history) is gone. Nodes that wait (upstream
+        // Expressions are evaluated in place within a small step budget (a heavy one goes to a
+        // blocking thread, boxed, see `crate::offload`); only upstream calls and sub-chains
+        // await, after the scope (which borrows the history) is gone. Nodes that wait (upstream
         // calls, scripts, awaits, sub-runs, fan-outs) are boxed: their futures are kilobytes,
         // and inline they would make every node's future, pure ones included, that large,
         // copied at each of the layers above (measured: most of the engine's cost per call was
@@ -606,25 +624,25 @@ impl<'a> Executor<'a> {
         let done = match &step.kind {
             StepKind::Entry { next } => Done::plain(args.take(), Some(*next)),
             StepKind::Exit => nodes::transform::exit(frame),
-            StepKind::Transform { expr, next } => self.transform(frame, id, expr, *next)?,
+            StepKind::Transform { expr, next } => self.transform(frame, id, expr, *next).await?,
             StepKind::Switch {
                 conditions,
                 default,
-            } => self.switch(frame, id, conditions, *default)?,
+            } => self.switch(frame, id, conditions, *default).await?,
             StepKind::Mcp {
                 server,
                 tool,
                 args: template,
                 next,
             } => {
-                let rendered = nodes::mcp::render_args(template, &self.scope(frame), id)?;
+                let rendered = self.render_args(frame, template, id).await?;
                 *input = Some(rendered.clone());
                 let out = Box::pin(self.call(id, server, tool, rendered)).await?;
                 Done::plain(out, Some(*next))
             }
             StepKind::Await(_) => return Box::pin(self.await_node(frame, at, input)).await,
             StepKind::Script(script) => {
-                let (argument, shaped) = script.argument(&self.scope(frame), id)?;
+                let (argument, shaped) = script.argument(&self.full_scope(frame), id)?;
                 let result = Box::pin(self.script(id, script, &argument)).await;
                 let recorded = shaped.then_some(argument);
                 match result {
@@ -643,7 +661,7 @@ impl<'a> Executor<'a> {
                 args: template,
                 next,
             } => {
-                let rendered = nodes::mcp::render_args(template, &self.scope(frame), id)?;
+                let rendered = self.render_args(frame, template, id).await?;
                 *input = Some(rendered.clone());
                 Box::pin(self.call_node(id, tool, rendered, *next)).await?
             }
@@ -653,9 +671,17 @@ impl<'a> Executor<'a> {
                 fail_fast,
             } => Box::pin(self.parallel(frame, step, branches, *join, *fail_fast)).await?,
             StepKind::Foreach(foreach) => {
-                let list = foreach
-                    .items
-                    .evaluate(&self.scope(frame))
+                let items = &foreach.items;
+                let list = self
+                    .evaluate(
+                        frame,
+                        |scope| items.evaluate(scope),
+                        || {
+                            let items = items.clone();
+                            move |scope: &Scope<'_>| items.evaluate(scope)
+                        },
+                    )
+                    .await
                     .map_err(|e| RunError::expression(id, e))?;
                 let list = match list.map(Value::into_json) {
                     None => Vec::new(),

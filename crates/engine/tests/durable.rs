@@ -49,14 +49,15 @@ tools:
 
 async fn durable_engine(store: &Arc<dyn Store>, owner: &str) -> Engine {
     let (_, engine) = load_str(CONFIG);
-    let d = Durability {
-        store: store.clone(),
-        owner: owner.into(),
-        config_version: "v1".into(),
-        session_ttl_ms: 60_000,
-        max_sessions: None,
-        lease_ms: Durability::DEFAULT_LEASE_MS,
-    };
+    let d = Durability::new(
+        store.clone(),
+        owner.into(),
+        "v1".into(),
+        mcpflow_model::SessionsConfig {
+            ttl_seconds: Some(60),
+            max_count: None,
+        },
+    );
     assert!(engine.attach_durability(d).is_ok());
     engine
 }
@@ -141,14 +142,15 @@ async fn a_changed_config_is_refused_clearly() {
         .expect("id")
         .to_owned();
     let (_, other) = load_str(CONFIG);
-    let d = Durability {
-        store: store.clone(),
-        owner: "b".into(),
-        config_version: "v2".into(),
-        session_ttl_ms: 60_000,
-        max_sessions: None,
-        lease_ms: Durability::DEFAULT_LEASE_MS,
-    };
+    let d = Durability::new(
+        store.clone(),
+        "b".into(),
+        "v2".into(),
+        mcpflow_model::SessionsConfig {
+            ttl_seconds: Some(60),
+            max_count: None,
+        },
+    );
     assert!(other.attach_durability(d).is_ok());
     let err = other
         .continue_session(RunRequest::new("wait_twice", json!({"a": 1})), &id)

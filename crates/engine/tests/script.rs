@@ -338,14 +338,15 @@ async fn a_continued_run_keeps_the_script_output_it_had_and_does_not_rerun_it() 
     let store = mcpflow_store::open(&url).await.expect("store opens");
     let durable = || {
         let (_, engine) = load_str(&yaml);
-        let d = mcpflow_engine::Durability {
-            store: store.clone(),
-            owner: "a".into(),
-            config_version: "v1".into(),
-            session_ttl_ms: 60_000,
-            max_sessions: None,
-            lease_ms: mcpflow_engine::Durability::DEFAULT_LEASE_MS,
-        };
+        let d = mcpflow_engine::Durability::new(
+            store.clone(),
+            "a".into(),
+            "v1".into(),
+            mcpflow_model::SessionsConfig {
+                ttl_seconds: Some(60),
+                max_count: None,
+            },
+        );
         assert!(engine.attach_durability(d).is_ok());
         engine
     };

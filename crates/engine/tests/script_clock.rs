@@ -71,14 +71,15 @@ async fn resume_crashed(id: &str) -> Value {
         .await
         .expect("sweep");
     let (_, engine) = load_str(CONFIG);
-    let durability = Durability {
-        store: store.clone(),
-        owner: "new".into(),
-        config_version: "v1".into(),
-        session_ttl_ms: 60_000,
-        max_sessions: None,
-        lease_ms: Durability::DEFAULT_LEASE_MS,
-    };
+    let durability = Durability::new(
+        store.clone(),
+        "new".into(),
+        "v1".into(),
+        mcpflow_model::SessionsConfig {
+            ttl_seconds: Some(60),
+            max_count: None,
+        },
+    );
     assert!(engine.attach_durability(durability).is_ok());
     let done = engine.resume_interrupted(id).await.expect("restarts");
     assert_eq!(done.status, RunStatus::Succeeded, "{:?}", done.end);

@@ -3,25 +3,34 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jlens_core::{Bindings, Expression, Options};
+use jlens_core::{Bindings, CancelToken, Expression, Options};
 use serde_json::{Map, Value as Json};
 
 use crate::history::{self, NoHistory};
 use crate::input::Input;
-use crate::{Context, ExprError, HistoryView, Value};
+use crate::{Context, ExprError, HistoryView, Value, memory};
 
 mod plan;
 
 use plan::{Hoisted, Plan};
 
 /// Evaluation limits.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
     /// Wall-clock budget of one evaluation (JSONata `D1012` when exceeded).
     pub timeout: Duration,
     /// Maximum evaluation depth (JSONata `D1011` when exceeded); deep recursion fails with this
     /// error, never with a stack overflow.
     pub max_depth: usize,
+    /// Bytes an evaluation may hold at once beyond what it started with ([`MEMORY_CODE`]
+    /// when exceeded). Enforced when the process's allocator is [`crate::Metered`].
+    ///
+    /// [`MEMORY_CODE`]: crate::MEMORY_CODE
+    pub max_memory_bytes: usize,
+    /// Evaluation steps (nodes evaluated, functions called) before it stops with JSONata's
+    /// `U1006`; `None`: no limit but the time. The engine uses a small one to tell cheap
+    /// evaluations, done in place, from heavy ones, done again off the async runtime.
+    pub max_steps: Option<u64>,
 }
 
 impl Default for Limits {
@@ -29,15 +38,49 @@ impl Default for Limits {
         Limits {
             timeout: Duration::from_secs(5),
             max_depth: 10_000,
+            max_memory_bytes: Limits::DEFAULT_MAX_MEMORY_BYTES,
+            max_steps: None,
         }
     }
 }
 
 impl Limits {
-    fn options(&self) -> Options {
-        Options::new()
+    /// 256 MiB: far above what a graph's expressions build from upstream outputs, far below
+    /// what takes a server down.
+    pub const DEFAULT_MAX_MEMORY_BYTES: usize = 256 * 1024 * 1024;
+
+    fn options(&self, cancel: &CancelToken) -> Options {
+        let options = Options::new()
             .timeout(self.timeout)
             .max_depth(self.max_depth)
+            .cancel_token(cancel.clone());
+        match self.max_steps {
+            Some(steps) => options.max_steps(steps),
+            None => options,
+        }
+    }
+
+    /// Runs one evaluation under the memory budget: a budget that ran out turns jlens'
+    /// cancellation into [`MEMORY_CODE`](crate::MEMORY_CODE).
+    fn run<T>(
+        &self,
+        evaluate: impl FnOnce(&Options) -> Result<T, jlens_core::Error>,
+    ) -> Result<T, ExprError> {
+        let (result, exhausted) = memory::metered(self.max_memory_bytes, |cancel| {
+            evaluate(&self.options(cancel))
+        });
+        match result {
+            Err(_) if exhausted => Err(ExprError::new(
+                memory::MEMORY_CODE,
+                format!(
+                    "the expression needed more than {} MiB of memory at once, the limit of one \
+                     evaluation; build smaller values (filter before mapping, avoid ranges of \
+                     ranges)",
+                    self.max_memory_bytes / (1024 * 1024)
+                ),
+            )),
+            other => other.map_err(ExprError::from),
+        }
     }
 }
 
@@ -107,11 +150,11 @@ impl Jsonata {
             .fold(history::FUNCTIONS.clone(), |b, (k, v)| {
                 b.var(k.clone(), v.clone())
             });
-        let options = limits.options();
-        history::with_history(&NoHistory, || {
-            self.inner.expr.evaluate_with(input, &vars, &options)
+        limits.run(|options| {
+            history::with_history(&NoHistory, || {
+                self.inner.expr.evaluate_with(input, &vars, options)
+            })
         })
-        .map_err(ExprError::from)
     }
 
     pub(crate) fn eval(
@@ -172,9 +215,9 @@ impl Jsonata {
         history: &dyn HistoryView,
         limits: &Limits,
     ) -> Result<Option<Json>, ExprError> {
-        let options = limits.options();
-        history::with_history(history, || expr.evaluate_source(&input, bindings, &options))
-            .map_err(ExprError::from)
+        limits.run(|options| {
+            history::with_history(history, || expr.evaluate_source(&input, bindings, options))
+        })
     }
 }
 

@@ -50,6 +50,7 @@ mod history;
 mod input;
 mod jsonata;
 mod logic;
+mod memory;
 mod template;
 mod value;
 
@@ -57,5 +58,6 @@ pub use error::ExprError;
 pub use history::{HistoryView, MemoryHistory, NoHistory};
 pub use jsonata::{Jsonata, Limits, Scope};
 pub use logic::{Logic, js_truthy, logic_truthy, truthy};
+pub use memory::{MEMORY_CODE, Metered, memory_bound_active};
 pub use template::Template;
 pub use value::{Context, Value};

@@ -56,10 +56,17 @@ impl<'de> serde::Deserialize<'de> for Value {
 /// The flat `{nodeId: latest output}` object that expressions see as `$` and `$$`.
 ///
 /// Kept incrementally by the engine: [`Context::set`] replaces one entry and shares the output
-/// (no copy), so the cost of a node never depends on how long the history is. Keys keep the
-/// order in which nodes first produced an output, as the reference's rebuilt object does.
+/// (no copy), so the cost of a node never depends on how long the history is.
+///
+/// Keys come most recently executed first, as in mcpGraph, which rebuilds the object walking
+/// the history backwards and keeps the first record it meets of each node: a node that ran
+/// several times (a loop) sits where its latest execution puts it (`$keys($)`, `$string($)`
+/// and an exit that returns `$` show the order). Entries are stored oldest first and read
+/// backwards; `set` moves a node's entry to the end, a shift over at most the tool's distinct
+/// node ids (bounded by the graph, not by the history).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Context {
+    /// Least recently executed first: iteration reverses it.
     entries: IndexMap<String, Value>,
 }
 
@@ -68,11 +75,18 @@ impl Context {
         Self::default()
     }
 
-    /// Replaces one node's entry; `None` (undefined) removes the key.
+    /// Replaces one node's entry and makes it the most recent; `None` (undefined) removes the
+    /// key.
     pub fn set(&mut self, node_id: &str, output: Option<Value>) {
         match output {
-            Some(v) => match self.entries.get_mut(node_id) {
-                Some(slot) => *slot = v,
+            Some(v) => match self.entries.get_full_mut(node_id) {
+                Some((at, _, slot)) => {
+                    *slot = v;
+                    let last = self.entries.len() - 1;
+                    if at != last {
+                        self.entries.move_index(at, last);
+                    }
+                }
                 None => {
                     self.entries.insert(node_id.to_owned(), v);
                 }
@@ -95,25 +109,28 @@ impl Context {
         self.entries.is_empty()
     }
 
+    /// The entries as expressions see them: most recently executed first.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+        self.entries.iter().rev().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// The context as one JSON object (a copy: for display and debugging, not for evaluation).
+    /// The context as one JSON object, most recently executed first (a copy: for display and
+    /// debugging, not for evaluation).
     pub fn to_json(&self) -> Json {
         Json::Object(
-            self.entries
-                .iter()
-                .map(|(k, v)| (k.clone(), v.to_json()))
+            self.iter()
+                .map(|(k, v)| (k.to_owned(), v.to_json()))
                 .collect(),
         )
     }
 
-    /// A context whose entries are the fields of `object` (anything else gives an empty one).
+    /// A context whose entries are the fields of `object`, in its order (the first field is
+    /// the most recent; anything but an object gives an empty one).
     pub fn from_json(object: Json) -> Self {
         let mut ctx = Context::new();
         if let Json::Object(map) = object {
-            for (k, v) in map {
+            let fields: Vec<(String, Json)> = map.into_iter().collect();
+            for (k, v) in fields.into_iter().rev() {
                 ctx.set(&k, Some(Value::from_json(v)));
             }
         }

@@ -139,6 +139,7 @@ fn run_case(root: &Path, group: &Path, case: &Json) -> Result<(), String> {
         (Some(t), Some(d)) => Limits {
             timeout: Duration::from_millis(t.as_u64().unwrap_or(1000)),
             max_depth: d.as_u64().unwrap_or(100) as usize,
+            ..Limits::default()
         },
         _ => Limits {
             timeout: Duration::from_secs(60),

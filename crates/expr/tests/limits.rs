@@ -2,8 +2,23 @@
 
 use std::time::Duration;
 
-use mcpflow_expr::{Context, Jsonata, Limits, NoHistory, Scope};
+use mcpflow_expr::{Context, Jsonata, Limits, MEMORY_CODE, Metered, NoHistory, Scope};
 use serde_json::json;
+
+// The binary's arrangement: evaluations are charged to their memory budget by the allocator.
+#[global_allocator]
+static ALLOCATOR: Metered<std::alloc::System> = Metered::new(std::alloc::System);
+
+/// This process's peak resident set (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
+}
 
 fn eval(src: &str, limits: &Limits) -> Result<Option<serde_json::Value>, mcpflow_expr::ExprError> {
     let ctx = Context::new();
@@ -83,4 +98,44 @@ fn deeply_nested_rules_are_refused() {
     }
     let err = mcpflow_expr::Logic::compile_classic(&rule).unwrap_err();
     assert_eq!(err.code.as_deref(), Some("L0003"), "{err}");
+}
+
+/// Issue #21: each range is under jlens' cap, their product is not; the map held ten thousand
+/// arrays of ten thousand items before flattening them (2.2 GB). Now the evaluation stops at
+/// its memory budget.
+#[test]
+fn a_product_of_ranges_stops_at_the_memory_budget() {
+    assert!(mcpflow_expr::memory_bound_active());
+    let err = eval("($n := 10000; $count([1..$n].[1..$n]))", &Limits::default()).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some(MEMORY_CODE), "{err}");
+    assert!(err.message.contains("256 MiB"), "{err}");
+    let peak = peak_rss();
+    assert!(
+        peak < 1024 * 1024 * 1024,
+        "peak resident set {} MiB",
+        peak >> 20
+    );
+    // A smaller budget is honoured, and the next evaluation on this thread starts afresh.
+    let small = Limits {
+        max_memory_bytes: 8 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let err = eval("$count([1..1000].[1..1000])", &small).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some(MEMORY_CODE), "{err}");
+    assert_eq!(
+        eval("$count([1..100000])", &small).unwrap(),
+        Some(json!(100_000))
+    );
+}
+
+#[test]
+fn large_but_reasonable_values_fit_the_default_budget() {
+    assert_eq!(
+        eval("$count([1..1000000])", &Limits::default()).unwrap(),
+        Some(json!(1_000_000))
+    );
+    assert_eq!(
+        eval("$sum([1..3000])", &Limits::default()).unwrap(),
+        Some(json!(1500 * 3001))
+    );
 }

@@ -198,8 +198,12 @@ pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, String> {
     let owned;
     let text = match text.strip_prefix('@') {
         Some(path) => {
-            owned = std::fs::read_to_string(path)
-                .map_err(|e| format!("{what}: cannot read {path}: {e}"))?;
+            // A JSON argument is no bigger than a config file may be.
+            owned = mcpflow_config::read_text(
+                std::path::Path::new(path),
+                mcpflow_config::MAX_FILE_BYTES as u64,
+            )
+            .map_err(|e| format!("{what}: {path}: {e}"))?;
             owned.as_str()
         }
         None => text,

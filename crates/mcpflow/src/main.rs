@@ -5,9 +5,12 @@
 //! results, or the MCP stdio transport.
 
 // mimalloc rather than glibc's malloc: allocation was about a fifth of the instructions of a
-// served call (bench/README.md, "2026-11-23: a third fewer instructions per call").
+// served call (bench/README.md, "2026-11-23: a third fewer instructions per call"). Metered:
+// an expression's evaluation is charged to its memory budget (jlens-core has no allocation
+// hook; see mcpflow_expr's `memory` module).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
+    mcpflow_expr::Metered::new(mimalloc::MiMalloc);
 
 mod cli;
 mod eval;

@@ -19,10 +19,11 @@ pub struct MigrateArgs {
 
 pub fn migrate(args: MigrateArgs) -> ExitCode {
     let name = args.config.display().to_string();
-    let text = match std::fs::read_to_string(&args.config) {
+    let text = match mcpflow_config::read_text(&args.config, mcpflow_config::MAX_FILE_BYTES as u64)
+    {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("mcpflow: {name}: cannot read the file: {e}");
+            eprintln!("mcpflow: {name}: {e}");
             return ExitCode::from(2);
         }
     };

@@ -114,12 +114,11 @@ async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, String> {
         None => std::env::current_dir().map_err(|e| e.to_string())?,
     };
     let config_store = match &args.config {
-        Some(c) => {
-            mcpflow_config::load(c, None)
-                .map_err(|e| e.to_string())?
-                .config
-                .store
-        }
+        Some(c) => mcpflow_config::load(c, None)
+            .map_err(|e| e.to_string())?
+            .config
+            .store
+            .and_then(|s| s.url().map(str::to_owned)),
         None => None,
     };
     let url = store_url(&args.state, config_store.as_deref(), &base, true)

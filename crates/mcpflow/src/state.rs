@@ -85,7 +85,7 @@ pub async fn attach(
 ) -> Result<Option<Arc<dyn Store>>, String> {
     let Some(url) = store_url(
         args,
-        loaded.config.store.as_deref(),
+        loaded.config.store.as_ref().and_then(|s| s.url()),
         &loaded.base_dir,
         needs_store(engine),
     ) else {
@@ -107,13 +107,20 @@ pub async fn pin(
 ) -> Result<(), String> {
     let version = mcpflow_config::version(&loaded.config);
     // The text as written (no secret is interpolated into it), for `mcpflow runs show`.
-    let source = std::fs::read_to_string(&loaded.path).unwrap_or_default();
+    let source = mcpflow_config::read_text(&loaded.path, mcpflow_config::MAX_FILE_BYTES as u64)
+        .unwrap_or_default();
     store
         .save_config(&version, &source, now_ms())
         .await
         .map_err(|e| e.to_string())?;
     let sessions = loaded.config.sessions.unwrap_or_default();
-    let durability = Durability::new(store, owner, version, sessions);
+    let retention = loaded
+        .config
+        .store
+        .as_ref()
+        .map(|s| s.retention())
+        .unwrap_or_default();
+    let durability = Durability::new(store, owner, version, sessions).with_retention(retention);
     if engine.attach_durability(durability).is_err() {
         return Err("the engine already has a store".into());
     }

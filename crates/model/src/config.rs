@@ -40,9 +40,10 @@ pub struct Config {
     /// Hooks run before and after proxied requests, in this order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<crate::proxy::Hook>,
-    /// Where runs and sessions are kept: `sqlite://path` (relative to the config) or `postgres://…`.
+    /// Where runs and sessions are kept: `sqlite://path` (relative to the config) or
+    /// `postgres://…`, or `{url, retention}` to say also how long finished runs are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub store: Option<String>,
+    pub store: Option<crate::store::StoreSetting>,
     /// Time to live and maximum count of waiting sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<crate::session::SessionsConfig>,

@@ -31,6 +31,7 @@ pub mod proxy;
 mod schema;
 pub mod script;
 pub mod session;
+pub mod store;
 
 pub use authoring::AuthoringConfig;
 pub use compile::{CompileError, CompileErrors, ToolParts, Within, describe};
@@ -39,3 +40,4 @@ pub use node::*;
 pub use schema::schema;
 pub use script::{ScriptFile, ScriptInput, ScriptLimits, ScriptNode};
 pub use session::{AwaitMode, AwaitNode, SessionsConfig};
+pub use store::{Retention, StoreConfig, StoreSetting};

@@ -134,6 +134,17 @@ fn from_database(db: &dyn sqlx::error::DatabaseError, url: String) -> StoreError
         || code.starts_with("28")
         || code == "3D000"
         || matches!(sqlite_primary, Some(5 | 6 | 8 | 10 | 13 | 14));
+    // SQLITE_FULL, PostgreSQL's disk_full: what the operator must do is free space, and
+    // nothing needs restarting afterwards.
+    if sqlite_primary == Some(13) || code == "53100" {
+        return StoreError::Unavailable {
+            url,
+            reason: format!(
+                "{message}: free space on the file system that holds it (the store goes on by \
+                 itself once there is room)"
+            ),
+        };
+    }
     if unavailable {
         return StoreError::Unavailable {
             url,

@@ -107,7 +107,7 @@ use std::sync::Arc;
 pub use error::StoreError;
 pub use ids::new_session_id;
 pub use model::{
-    DEFAULT_SESSION_TTL_MS, Footprint, Lease, NewRun, NewSession, RecordRow, Run, RunEnd,
+    DEFAULT_SESSION_TTL_MS, Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd,
     RunFilter, RunStats, RunStatsRow, RunStatus, RunSummary, Session, SessionCounts, SessionFilter,
     SessionStatus, SessionUpdate, now_ms,
 };

@@ -204,6 +204,21 @@ impl Default for RunFilter {
     }
 }
 
+/// Which ended runs [`Store::purge_runs`](crate::Store::purge_runs) deletes, with their
+/// records and session tombstones: those that ended before `ended_before_ms`, and those beyond
+/// the `keep_latest` that ended last. Never a running or waiting run, a run with a live
+/// session, or an interrupted run of a resumable tool that ended at or after
+/// `restartable_since_ms` (it may still be restarted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Purge {
+    pub ended_before_ms: i64,
+    pub keep_latest: u64,
+    pub restartable_since_ms: i64,
+    /// At most this many runs per call, so that one call is a short transaction even on a
+    /// large store; call again while it returns `batch`.
+    pub batch: u32,
+}
+
 /// Runs of one tool in one status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

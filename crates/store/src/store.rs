@@ -4,8 +4,8 @@ use futures::future::BoxFuture;
 
 use crate::StoreError;
 use crate::model::{
-    Footprint, Lease, NewRun, NewSession, RecordRow, Run, RunEnd, RunFilter, RunStats, RunSummary,
-    Session, SessionCounts, SessionFilter, SessionUpdate,
+    Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
+    RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
 };
 
 /// The result of every store operation.
@@ -102,8 +102,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         limit: u32,
     ) -> StoreFuture<'a, Vec<String>>;
     fn run_stats(&self) -> StoreFuture<'_, RunStats>;
-    /// Deletes ended runs (with their records and sessions) that ended before the time.
-    fn purge_runs(&self, ended_before_ms: i64) -> StoreFuture<'_, u64>;
+    /// Deletes ended runs (with their records and session tombstones) as `purge` says, at most
+    /// `purge.batch`; returns how many.
+    fn purge_runs<'a>(&'a self, purge: &'a Purge) -> StoreFuture<'a, u64>;
 
     // ---- sessions ----
 

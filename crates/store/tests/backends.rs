@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::{T0, TestDb, lease, new_run, new_session, waiting_run};
 use mcpflow_store::{
-    RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter, SessionStatus, SessionUpdate,
+    Purge, RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter, SessionStatus, SessionUpdate,
     StoreError,
 };
 use serde_json::json;
@@ -54,6 +54,7 @@ on_both_backends!(
     data_survives_reopening,
     unknown_ids_are_not_found,
     ended_runs_are_purged,
+    retention_keeps_the_newest_and_what_is_still_needed,
     config_sources_are_kept,
     footprint_grows_with_data,
 );
@@ -69,6 +70,16 @@ fn record(index: i64, node: &str) -> RecordRow {
         output: Some(json!({"out": index, "z": null, "a": [1, 2]})),
         error: None,
         parent: None,
+    }
+}
+
+/// Deletes what ended before `before`, whatever the count.
+fn by_age(before: i64) -> Purge {
+    Purge {
+        ended_before_ms: before,
+        keep_latest: u64::MAX,
+        restartable_since_ms: i64::MAX,
+        batch: 1000,
     }
 }
 
@@ -765,8 +776,8 @@ mod scenario {
             .append_records("live", &l, &[record(0, "n")])
             .await
             .unwrap();
-        assert_eq!(store.purge_runs(T0 + 1_999).await.unwrap(), 0);
-        assert_eq!(store.purge_runs(T0 + 3_000).await.unwrap(), 1);
+        assert_eq!(store.purge_runs(&by_age(T0 + 1_999)).await.unwrap(), 0);
+        assert_eq!(store.purge_runs(&by_age(T0 + 3_000)).await.unwrap(), 1);
         assert!(matches!(
             store.get_session(&s.id).await.unwrap_err(),
             StoreError::NotFound { .. }
@@ -780,6 +791,101 @@ mod scenario {
             .map(|s| s.id)
             .collect();
         assert!(left.is_empty());
+    }
+
+    /// Retention by count and age, in bounded batches, never touching a run that is running,
+    /// waiting, or interrupted recently enough to be restarted.
+    pub async fn retention_keeps_the_newest_and_what_is_still_needed(db: &TestDb) {
+        let store = db.open().await;
+        for i in 0..30_i64 {
+            let mut run = new_run(&format!("done{i:02}"), "t", T0);
+            run.resumable = false;
+            store
+                .save_finished_run(
+                    &run,
+                    &[record(0, "n")],
+                    &RunEnd::Succeeded(json!(i)),
+                    T0 + 1_000 * i,
+                )
+                .await
+                .unwrap();
+        }
+        let l = lease("a", T0 + 60_000);
+        store
+            .create_run(&new_run("running", "t", T0), &l)
+            .await
+            .unwrap();
+        waiting_run(&*store, "waiting", "b", T0 + 3_600_000).await;
+        // An interrupted run of a resumable tool, ended "now": it may still be restarted.
+        store
+            .create_run(&new_run("interrupted", "t", T0), &lease("dead", T0 + 1))
+            .await
+            .unwrap();
+        let swept = store
+            .mark_interrupted(Some("dead"), T0 + 40_000)
+            .await
+            .unwrap();
+        assert_eq!(swept, ["interrupted"]);
+
+        // Keep the 10 that ended last, 7 per call at most.
+        let rule = Purge {
+            ended_before_ms: 0,
+            keep_latest: 10,
+            restartable_since_ms: T0 + 30_000,
+            batch: 7,
+        };
+        let mut deleted = 0;
+        loop {
+            let n = store.purge_runs(&rule).await.unwrap();
+            assert!(n <= 7, "{n} deleted in one call of batch 7");
+            deleted += n;
+            if n < 7 {
+                break;
+            }
+        }
+        assert_eq!(deleted, 20);
+        let left: HashSet<String> = store
+            .list_runs(&RunFilter {
+                limit: 100,
+                ..RunFilter::default()
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        let mut expected: HashSet<String> = (20..30).map(|i| format!("done{i:02}")).collect();
+        expected.extend(["running", "waiting", "interrupted"].map(String::from));
+        assert_eq!(left, expected);
+        assert!(matches!(
+            store.get_records("done05").await.unwrap_err(),
+            StoreError::NotFound { .. }
+        ));
+
+        // By age: what ended before done25 goes; the restartable run is kept while it is young.
+        let rule = Purge {
+            ended_before_ms: T0 + 25_000,
+            keep_latest: u64::MAX,
+            restartable_since_ms: T0 + 30_000,
+            batch: 100,
+        };
+        assert_eq!(store.purge_runs(&rule).await.unwrap(), 5);
+        // Once older than the restart window, an interrupted run is an ended run like any.
+        let rule = Purge {
+            ended_before_ms: T0 + 50_000,
+            keep_latest: u64::MAX,
+            restartable_since_ms: T0 + 45_000,
+            batch: 100,
+        };
+        assert_eq!(store.purge_runs(&rule).await.unwrap(), 6);
+        let left: HashSet<String> = store
+            .list_runs(&RunFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(left, ["running", "waiting"].map(String::from).into());
     }
 
     pub async fn config_sources_are_kept(db: &TestDb) {

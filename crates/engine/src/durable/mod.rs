@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mcpflow_expr::Value;
-use mcpflow_model::SessionsConfig;
+use mcpflow_model::{Retention, SessionsConfig};
 use mcpflow_store::{
     DEFAULT_SESSION_TTL_MS, Lease, NewRun, RecordRow, RunEnd as StoreEnd, Store, StoreError, now_ms,
 };
@@ -42,7 +42,8 @@ use crate::history::{History, Parent, Record};
 use crate::nodes::await_node::Ask;
 use crate::run::{Executor, Run, RunStatus, Shared};
 
-/// How an engine keeps durable runs: the store, who this process is, and the session policy.
+/// How an engine keeps durable runs: the store, who this process is, the session policy and
+/// how long finished runs are kept.
 #[derive(Debug, Clone)]
 pub struct Durability {
     pub store: Arc<dyn Store>,
@@ -54,7 +55,27 @@ pub struct Durability {
     pub max_sessions: Option<u64>,
     /// How long a running run stays ours without a write or heartbeat.
     pub lease_ms: i64,
+    /// Which finished runs the upkeep keeps (`store.retention`).
+    pub retention: Retention,
+    /// Records of plain runs waiting for the store, and those given up.
+    ledger: Arc<Ledger>,
 }
+
+/// How records of plain runs fared when the store failed.
+#[derive(Debug, Default)]
+struct Ledger {
+    /// Finished runs held in memory for another try.
+    retrying: AtomicUsize,
+    /// Finished runs whose record was given up, since this process started.
+    lost: AtomicU64,
+}
+
+/// A plain run's record that meets an unavailable store (full disk, database restarting) is
+/// tried again with a growing pause, for this long at most.
+const RECORD_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+/// At most this many finished runs wait in memory for a retry; beyond it, a failed record is
+/// given up (and counted) at once, so a store that is down for long cannot grow the process.
+const MAX_RETRYING: usize = 256;
 
 impl Durability {
     pub const DEFAULT_LEASE_MS: i64 = 30_000;
@@ -76,7 +97,21 @@ impl Durability {
             session_ttl_ms,
             max_sessions: sessions.max_count,
             lease_ms: Durability::DEFAULT_LEASE_MS,
+            retention: Retention::default(),
+            ledger: Arc::default(),
         }
+    }
+
+    /// The same, keeping finished runs as `retention` says (the default: 7 days, 10000 runs).
+    pub fn with_retention(mut self, retention: Retention) -> Durability {
+        self.retention = retention;
+        self
+    }
+
+    /// Finished runs of tools that can neither wait nor resume whose record could not be
+    /// written, even after retrying, since this process started (each also logged as an error).
+    pub fn unrecorded_runs(&self) -> u64 {
+        self.ledger.lost.load(Ordering::Relaxed)
     }
 
     pub fn lease(&self) -> Lease {
@@ -177,7 +212,9 @@ pub(super) fn store_error(history: &History, e: &StoreError) -> RunError {
 impl Durability {
     /// Records a finished run of a tool that can neither wait nor resume: once, at its end,
     /// in the background, so the caller's answer never waits on the store (DESIGN's
-    /// durability shape). A store that fails costs only this run's record, logged.
+    /// durability shape). A store that is unavailable (full disk, restarting database) is
+    /// tried again for [`RECORD_RETRY_FOR`]; a record given up is logged as an error and
+    /// counted ([`Durability::unrecorded_runs`]), never dropped quietly.
     pub(crate) fn save_plain(&self, graph: &Graph, args: Json, started_at: i64, run: &Run) {
         let new = NewRun {
             id: run.id.to_string(),
@@ -196,9 +233,48 @@ impl Durability {
             (None, None) => return,
         };
         let store = self.store.clone();
+        let ledger = self.ledger.clone();
+        let ended_at = now_ms();
         tokio::spawn(async move {
-            if let Err(e) = store.save_finished_run(&new, &rows, &end, now_ms()).await {
-                tracing::warn!(run = %new.id, tool = %new.tool, error = %e, "the finished run could not be recorded");
+            let started = Instant::now();
+            let mut pause = std::time::Duration::from_millis(100);
+            let mut held = false;
+            let mut tries = 0;
+            let outcome = loop {
+                tries += 1;
+                match store.save_finished_run(&new, &rows, &end, ended_at).await {
+                    Ok(()) => break Ok(()),
+                    // An earlier try whose answer was lost did commit.
+                    Err(StoreError::Conflict { .. }) if tries > 1 => break Ok(()),
+                    Err(e @ StoreError::Unavailable { .. })
+                        if started.elapsed() + pause < RECORD_RETRY_FOR =>
+                    {
+                        if !held {
+                            if ledger.retrying.fetch_add(1, Ordering::AcqRel) >= MAX_RETRYING {
+                                ledger.retrying.fetch_sub(1, Ordering::AcqRel);
+                                break Err(e);
+                            }
+                            held = true;
+                            tracing::warn!(run = %new.id, tool = %new.tool, error = %e, "the finished run could not be recorded yet; trying again");
+                        }
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            if held {
+                ledger.retrying.fetch_sub(1, Ordering::AcqRel);
+            }
+            match outcome {
+                Ok(()) if tries > 1 => {
+                    tracing::info!(run = %new.id, tool = %new.tool, tries, "the finished run was recorded after the store came back")
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    let lost = ledger.lost.fetch_add(1, Ordering::Relaxed) + 1;
+                    tracing::error!(run = %new.id, tool = %new.tool, error = %e, unrecorded_since_start = lost, "the finished run could not be recorded and is missing from the store");
+                }
             }
         });
     }
@@ -313,6 +389,7 @@ impl Engine {
             control,
             events,
             limits: &self.inner.limits,
+            quick: &self.inner.quick_limits,
             started,
             executed,
             durable,

@@ -1,14 +1,27 @@
 //! The background upkeep of a process that serves durable runs: at start, the runs a stopped
 //! process left running are marked `interrupted` (and the resumable ones restarted); then, on
-//! a timer, this process's leases are renewed, lapsed sessions expired, and the runs of dead
-//! replicas swept the same way. The binary only starts it.
+//! a timer, this process's leases are renewed, lapsed sessions expired, the runs of dead
+//! replicas swept the same way, and finished runs beyond the retention (`store.retention`)
+//! deleted. The binary only starts it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use mcpflow_store::now_ms;
+use mcpflow_store::{Purge, now_ms};
 use tokio::task::JoinHandle;
 
+use super::Durability;
 use crate::Engine;
+
+/// Retention is applied on the first round and then at most this often: what it deletes is
+/// days old, and each pass reads the newest `maxRuns` index entries.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
+/// Runs deleted per transaction, and transactions per pass: a store far over its retention
+/// (a first start with it) is brought down over a few passes, never in one long lock.
+const PURGE_BATCH: u32 = 500;
+const PURGE_BATCHES_PER_PASS: usize = 20;
+/// An interrupted run of a resumable tool is restarted by the round that marks it; one whose
+/// restart failed is kept this long whatever the count, for an operator to look at.
+const RESTART_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 impl Engine {
     /// At start: marks `interrupted` the runs this replica (same owner) or a dead one left
@@ -35,9 +48,16 @@ impl Engine {
         Some(tokio::spawn(async move {
             let mut timer = tokio::time::interval(tick);
             timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut purged: Option<Instant> = None;
             loop {
                 timer.tick().await;
                 engine.upkeep_once().await;
+                if purged.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+                    purged = Some(Instant::now());
+                    if let Some(d) = engine.durability() {
+                        purge_finished(d).await;
+                    }
+                }
             }
         }))
     }
@@ -82,5 +102,42 @@ impl Engine {
                 }
             });
         }
+    }
+}
+
+/// Deletes the finished runs `d.retention` no longer keeps. Never a running or waiting run, nor
+/// one a live session or a pending restart still needs (the store's `Purge` rule).
+async fn purge_finished(d: &Durability) {
+    let now = now_ms();
+    let max_age_ms =
+        i64::try_from(d.retention.max_age_seconds().saturating_mul(1000)).unwrap_or(i64::MAX);
+    let rule = Purge {
+        ended_before_ms: now.saturating_sub(max_age_ms),
+        keep_latest: d.retention.max_runs(),
+        restartable_since_ms: now - RESTART_WINDOW_MS,
+        batch: PURGE_BATCH,
+    };
+    let mut deleted = 0;
+    for _ in 0..PURGE_BATCHES_PER_PASS {
+        match d.store.purge_runs(&rule).await {
+            Ok(n) => {
+                deleted += n;
+                if n < u64::from(PURGE_BATCH) {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not delete finished runs beyond the retention");
+                break;
+            }
+        }
+    }
+    if deleted > 0 {
+        tracing::info!(
+            count = deleted,
+            max_age_seconds = d.retention.max_age_seconds(),
+            max_runs = d.retention.max_runs(),
+            "finished runs deleted (store.retention)"
+        );
     }
 }

@@ -168,7 +168,7 @@ impl Executor<'_> {
         };
         // The scope borrows the history as a non-`Sync` view: it must be gone before any await.
         let (message, options) = {
-            let scope = self.scope(frame);
+            let scope = self.full_scope(frame);
             let message = a
                 .message
                 .render(&scope)

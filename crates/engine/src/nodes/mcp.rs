@@ -10,6 +10,7 @@ use serde_json::Value as Json;
 
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
+use crate::frame::Frame;
 use crate::output::{mcp_output, tool_error_message};
 use crate::run::Executor;
 
@@ -149,14 +150,25 @@ impl Executor<'_> {
     }
 }
 
-/// An mcp or call node's arguments; an undefined template gives `{}`.
-pub(crate) fn render_args(
-    template: &Template,
-    scope: &Scope<'_>,
-    id: &str,
-) -> Result<Json, RunError> {
-    Ok(template
-        .render(scope)
-        .map_err(|e| RunError::expression(id, e))?
-        .unwrap_or(Json::Object(Default::default())))
+impl Executor<'_> {
+    /// An mcp or call node's arguments; an undefined template gives `{}`.
+    pub(crate) async fn render_args(
+        &self,
+        frame: &Frame<'_>,
+        template: &Template,
+        id: &str,
+    ) -> Result<Json, RunError> {
+        Ok(self
+            .evaluate(
+                frame,
+                |scope| template.render(scope),
+                || {
+                    let template = template.clone();
+                    move |scope: &Scope<'_>| template.render(scope)
+                },
+            )
+            .await
+            .map_err(|e| RunError::expression(id, e))?
+            .unwrap_or(Json::Object(Default::default())))
+    }
 }

@@ -10,14 +10,23 @@ use crate::frame::Frame;
 use crate::run::{Done, Executor};
 
 impl Executor<'_> {
-    pub(crate) fn switch(
+    pub(crate) async fn switch(
         &self,
         frame: &Frame<'_>,
         id: &str,
         conditions: &[(Logic, usize)],
         default: usize,
     ) -> Result<Done, RunError> {
-        let to = route(conditions, default, &self.scope(frame))
+        let to = self
+            .evaluate(
+                frame,
+                |scope| route(conditions, default, scope),
+                || {
+                    let conditions = conditions.to_vec();
+                    move |scope: &Scope<'_>| route(&conditions, default, scope)
+                },
+            )
+            .await
             .map_err(|e| RunError::expression(id, e))?;
         let routed = Json::String(self.graph.nodes[to].id.to_string());
         Ok(Done::plain(Some(Value::from_json(routed)), Some(to)))

@@ -1,7 +1,7 @@
 //! The `transform` node (a JSONata expression over the context) and the `exit` node that
 //! ends a run with the last output. Both are pure: on resume they are computed again.
 
-use mcpflow_expr::{Jsonata, Value};
+use mcpflow_expr::{Jsonata, Scope, Value};
 use serde_json::Value as Json;
 
 use crate::error::RunError;
@@ -9,16 +9,24 @@ use crate::frame::Frame;
 use crate::run::{Done, Executor, empty_object};
 
 impl Executor<'_> {
-    pub(crate) fn transform(
+    pub(crate) async fn transform(
         &self,
         frame: &Frame<'_>,
         id: &str,
         expr: &Jsonata,
         next: usize,
     ) -> Result<Done, RunError> {
-        expr.evaluate(&self.scope(frame))
-            .map(|v| Done::plain(v, Some(next)))
-            .map_err(|e| RunError::expression(id, e))
+        self.evaluate(
+            frame,
+            |scope| expr.evaluate(scope),
+            || {
+                let expr = expr.clone();
+                move |scope: &Scope<'_>| expr.evaluate(scope)
+            },
+        )
+        .await
+        .map(|v| Done::plain(v, Some(next)))
+        .map_err(|e| RunError::expression(id, e))
     }
 }
 

@@ -4,8 +4,8 @@ use futures::future::BoxFuture;
 
 use super::SqlStore;
 use crate::model::{
-    Footprint, Lease, NewRun, NewSession, RecordRow, Run, RunEnd, RunFilter, RunStats, RunSummary,
-    Session, SessionCounts, SessionFilter, SessionUpdate,
+    Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
+    RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
 };
 use crate::store::{Store, StoreFuture};
 use crate::target::Backend;
@@ -115,8 +115,8 @@ impl Store for SqlStore {
         Box::pin(SqlStore::run_stats(self))
     }
 
-    fn purge_runs(&self, ended_before_ms: i64) -> StoreFuture<'_, u64> {
-        Box::pin(SqlStore::purge_runs(self, ended_before_ms))
+    fn purge_runs<'a>(&'a self, purge: &'a Purge) -> StoreFuture<'a, u64> {
+        Box::pin(SqlStore::purge_runs(self, purge))
     }
 
     fn create_session<'a>(

@@ -4,9 +4,11 @@ use std::borrow::Cow;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::AnyConnection;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyTransactionManager};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor, Row, SqlSafeStr};
+use sqlx_core::transaction::TransactionManager;
 
 use super::SqlStore;
 use crate::StoreError;
@@ -14,23 +16,63 @@ use crate::target::{self, Backend, Target};
 
 /// Versioned migrations, embedded so that the binary carries its schema. A migration once
 /// released is never edited (sqlx checks their checksums): changes go in a new file.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../migrations/sqlite/0001_init.sql"),
-)];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../migrations/postgres/0001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "runs_by_end",
+        include_str!("../../migrations/sqlite/0002_runs_by_end.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "runs_by_end",
+        include_str!("../../migrations/postgres/0002_runs_by_end.sql"),
+    ),
+];
 
 /// How long a call waits for a pooled connection before it fails as `Unavailable`: a database
 /// that went away must fail calls promptly, not hang them.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long connecting may take (the first connection, the schema's preparation and the pool's
+/// first connection; not migrations, which may build an index on a large table): a server that accepts the connection and never answers (a stopped process behind a live port,
+/// a wrong port on a proxy) must fail `serve` and `runs list` with a message, not hang them.
+/// The driver has no connect timeout of its own for that first connection.
+pub(crate) const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub(crate) async fn open_sql(url: &str) -> Result<SqlStore, StoreError> {
     let target = target::parse(url)?;
+    let redacted = target.redacted.clone();
+    let store = match tokio::time::timeout(OPEN_TIMEOUT, connect(target)).await {
+        Ok(connected) => connected?,
+        Err(_) => {
+            return Err(StoreError::Unavailable {
+                url: redacted,
+                reason: format!(
+                    "no answer within {} s (something accepts connections there but does not \
+                 speak to mcpflow: is it the database server, and is it running normally?)",
+                    OPEN_TIMEOUT.as_secs()
+                ),
+            });
+        }
+    };
+    store.migrate().await?;
+    tracing::debug!(url = %store.url, "store opened");
+    Ok(store)
+}
+
+async fn connect(target: Target) -> Result<SqlStore, StoreError> {
     sqlx::any::install_default_drivers();
     if let Some(file) = &target.sqlite_file
         && let Some(dir) = file.parent()
@@ -58,18 +100,17 @@ pub(crate) async fn open_sql(url: &str) -> Result<SqlStore, StoreError> {
         .connect_with(options)
         .await
         .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
-    let store = SqlStore {
+    Ok(SqlStore {
         pool,
         backend: target.backend,
         url: redacted,
-    };
-    store.migrate().await?;
-    tracing::debug!(url = %store.url, "store opened");
-    Ok(store)
+    })
 }
 
 fn pool_options(target: &Target) -> AnyPoolOptions {
-    let base = AnyPoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
+    let base = AnyPoolOptions::new()
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .before_acquire(|conn, _| Box::pin(repair(conn)));
     match (target.backend, &target.sqlite_file) {
         // Every connection to `:memory:` is a new, empty database: keep exactly one forever.
         (Backend::Sqlite, None) => base
@@ -106,6 +147,34 @@ fn pool_options(target: &Target) -> AnyPoolOptions {
             })
         }
     }
+}
+
+/// Hands out only connections outside any transaction. A commit that fails with "database or
+/// disk is full" (or an I/O error) may be rolled back by SQLite itself; the driver still counts
+/// the transaction open, its own ROLLBACK then fails ("no transaction is active"), and the
+/// connection would come back with every later `BEGIN` refused ("attempted to call begin_with
+/// at non-zero transaction depth") long after space is freed. Such a connection is given a
+/// transaction to end and rolled back; one that cannot be repaired is closed (`false`) and the
+/// pool opens a fresh one. (The ping on release has already run any rollback a dropped
+/// transaction queued, so the depth read here is settled.)
+async fn repair(conn: &mut AnyConnection) -> Result<bool, sqlx::Error> {
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    tracing::warn!(
+        "a store connection came back inside a transaction its failed commit left behind: \
+         rolling it back"
+    );
+    // Fails with "cannot start a transaction within a transaction" when one is still open,
+    // which is as good: either way the ROLLBACK below has a transaction to end.
+    let _ = (&mut *conn).execute("BEGIN").await;
+    while conn.is_in_transaction() {
+        if let Err(e) = AnyTransactionManager::rollback(conn).await {
+            tracing::warn!(error = %e, "could not roll the connection back; closing it");
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 enum PrepareError {

@@ -6,7 +6,9 @@ use sqlx::{AssertSqlSafe, Row};
 use super::SqlStore;
 use super::rows::{self, RECORD_COLUMNS, RUN_COLUMNS, RUN_SUMMARY_COLUMNS, get};
 use crate::StoreError;
-use crate::model::{Footprint, RecordRow, Run, RunFilter, RunStats, RunStatsRow, RunSummary};
+use crate::model::{
+    Footprint, Purge, RecordRow, Run, RunFilter, RunStats, RunStatsRow, RunSummary,
+};
 use crate::target::Backend;
 
 impl SqlStore {
@@ -138,15 +140,44 @@ impl SqlStore {
         Ok(RunStats { rows })
     }
 
-    pub(super) async fn purge_runs(&self, ended_before_ms: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "DELETE FROM runs WHERE status NOT IN ('running', 'waiting') AND ended_at < $1",
-        )
-        .bind(ended_before_ms)
-        .execute(&self.pool)
+    /// Two bounded deletes in one transaction: by age (oldest first), then what lies beyond
+    /// the newest `keep_latest`. Both select through `runs_by_end`.
+    pub(super) async fn purge_runs(&self, purge: &Purge) -> Result<u64, StoreError> {
+        const PURGEABLE: &str = "status NOT IN ('running', 'waiting') \
+             AND NOT (status = 'interrupted' AND resumable <> 0 AND ended_at >= $1) \
+             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.run_id = runs.id \
+             AND s.status IN ('waiting', 'claimed'))";
+        let keep = i64::try_from(purge.keep_latest).unwrap_or(i64::MAX);
+        let mut tx = self.begin().await?;
+        let by_age = sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE {PURGEABLE} \
+             AND ended_at < $2 ORDER BY ended_at LIMIT $3)"
+        )))
+        .bind(purge.restartable_since_ms)
+        .bind(purge.ended_before_ms)
+        .bind(i64::from(purge.batch))
+        .execute(&mut *tx)
         .await
-        .map_err(|e| self.err(e))?;
-        Ok(done.rows_affected())
+        .map_err(|e| self.err(e))?
+        .rows_affected();
+        let room = u64::from(purge.batch).saturating_sub(by_age);
+        let by_count = if room == 0 {
+            0
+        } else {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE {PURGEABLE} \
+                 ORDER BY ended_at DESC, id DESC LIMIT $2 OFFSET $3)"
+            )))
+            .bind(purge.restartable_since_ms)
+            .bind(i64::try_from(room).unwrap_or(i64::MAX))
+            .bind(keep)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?
+            .rows_affected()
+        };
+        self.commit(tx).await?;
+        Ok(by_age + by_count)
     }
 
     pub(super) async fn footprint(&self) -> Result<Footprint, StoreError> {
