@@ -535,7 +535,9 @@ async fn every_route_is_behind_the_host_and_origin_guard() {
     let (_dir, server) = server();
     let http = client();
     let base = server.base();
-    for path in ["/healthz", "/readyz", "/mcp", "/sse", "/message", "/nowhere"] {
+    for path in [
+        "/healthz", "/readyz", "/mcp", "/sse", "/message", "/nowhere",
+    ] {
         let url = format!("{base}{path}");
         for (header, value) in [("host", "evil.example"), ("origin", "http://evil.example")] {
             let response = http
@@ -553,7 +555,11 @@ async fn every_route_is_behind_the_host_and_origin_guard() {
         }
     }
     // With the server's own name, the probes answer.
-    let response = http.get(format!("{base}/healthz")).send().await.expect("sent");
+    let response = http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
 }
 
@@ -620,7 +626,10 @@ fn closed_within(tcp: &mut std::net::TcpStream, patience: std::time::Duration) -
         match tcp.read(&mut buf) {
             Ok(0) => return got,
             Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
                 panic!(
                     "the connection is still open after {patience:?}; got {:?}",
                     String::from_utf8_lossy(&got)

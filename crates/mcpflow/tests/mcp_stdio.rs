@@ -255,12 +255,16 @@ fn too_large_or_too_deep_requests_are_answered_and_serving_goes_on() {
     );
 
     // The id after the padding, and one that is a string.
-    let large = format!(r#"{{"jsonrpc":"2.0","method":"tools/list","params":{{"pad":"{pad}"}},"id":"late"}}"#);
+    let large = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/list","params":{{"pad":"{pad}"}},"id":"late"}}"#
+    );
     server.send(&large);
     assert_eq!(next_message(&lines)["id"], "late");
 
     // No id to be found: null, as JSON-RPC says.
-    server.send(&format!(r#"{{"jsonrpc":"2.0","method":"tools/list","params":{{"pad":"{pad}"}}}}"#));
+    server.send(&format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/list","params":{{"pad":"{pad}"}}}}"#
+    ));
     let answer = next_message(&lines);
     assert!(answer["id"].is_null(), "{answer}");
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
@@ -290,7 +294,11 @@ fn too_large_or_too_deep_requests_are_answered_and_serving_goes_on() {
     );
     let answer = next_message(&lines);
     assert_eq!(answer["id"], 7, "{answer}");
-    assert_eq!(answer["result"]["structuredContent"], json!({"sum": 10}), "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"sum": 10}),
+        "{answer}"
+    );
 }
 
 /// A client that keeps sending but never reads its answers: mcpflow stops reading stdin once
@@ -307,7 +315,8 @@ fn a_client_that_stops_reading_is_held_back_then_closed() {
         use std::io::Write;
         let mut sent = 0u64;
         loop {
-            let line = json!({"jsonrpc": "2.0", "id": sent + 1, "method": "tools/list"}).to_string();
+            let line =
+                json!({"jsonrpc": "2.0", "id": sent + 1, "method": "tools/list"}).to_string();
             if stdin.write_all(line.as_bytes()).is_err() || stdin.write_all(b"\n").is_err() {
                 return sent;
             }
@@ -335,12 +344,18 @@ fn a_client_that_stops_reading_is_held_back_then_closed() {
     };
     let sent = flood.join().expect("the writer ends when mcpflow does");
     let mut said = String::new();
-    while let Ok(line) = server.stderr.recv_timeout(std::time::Duration::from_secs(5)) {
+    while let Ok(line) = server
+        .stderr
+        .recv_timeout(std::time::Duration::from_secs(5))
+    {
         said.push_str(&line);
         said.push('\n');
     }
     assert!(!status.success(), "exit {status}: {said}");
     assert!(said.contains("the stdio client stopped reading"), "{said}");
     assert!(said.contains("--stdio-write-timeout"), "{said}");
-    eprintln!("{sent} requests written, peak RSS {peak} KiB, closed after {:?}", start.elapsed());
+    eprintln!(
+        "{sent} requests written, peak RSS {peak} KiB, closed after {:?}",
+        start.elapsed()
+    );
 }

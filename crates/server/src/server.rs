@@ -198,7 +198,12 @@ impl GraphServer {
     /// tools, companions, built-ins, then the proxied ones by name), the list cut after
     /// [`NAMES_IN_ERROR`] since a model reads it and a gateway may pass through hundreds.
     fn unknown_tool(&self, name: &str) -> McpError {
-        let mut names: Vec<String> = self.inner.tools.iter().map(|t| t.name.to_string()).collect();
+        let mut names: Vec<String> = self
+            .inner
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
         if let Some(authoring) = self.authoring() {
             names.extend(authoring.tools().into_iter().map(|t| t.name.to_string()));
         }
@@ -210,7 +215,10 @@ impl GraphServer {
         let message = match names.len() {
             0 => format!("unknown tool `{name}`; this server has no tools"),
             n if n <= NAMES_IN_ERROR => {
-                format!("unknown tool `{name}`; this server has: {}", names.join(", "))
+                format!(
+                    "unknown tool `{name}`; this server has: {}",
+                    names.join(", ")
+                )
             }
             n => format!(
                 "unknown tool `{name}`; this server has: {}, and {} more (`tools/list` lists them all)",

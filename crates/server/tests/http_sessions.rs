@@ -21,7 +21,9 @@ tools:
 "#;
 
 fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current().metrics().num_alive_tasks()
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
 }
 
 /// Opens a session (initialize only, as a client that walks away does).

@@ -61,7 +61,10 @@ pub(crate) fn connection_cap(configured: usize) -> usize {
 fn open_file_limit() -> Option<usize> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    let soft = line.trim_start_matches("Max open files").split_whitespace().next()?;
+    let soft = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
     soft.parse().ok()
 }
 

@@ -70,7 +70,15 @@ pub async fn serve_stdio_with(
         // Pipes (how MCP clients start servers) are read and written asynchronously: tokio's
         // Stdin hands every read to a blocking thread, a hop that costs tens of µs per message.
         Some((rx, tx)) => serve(server.into(), rx, tx, options).await,
-        None => serve(server.into(), tokio::io::stdin(), tokio::io::stdout(), options).await,
+        None => {
+            serve(
+                server.into(),
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                options,
+            )
+            .await
+        }
     }
 }
 
@@ -221,7 +229,10 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             );
             self.refuse(
                 scan.id(),
-                &format!("request nested deeper than {} levels: not read", MAX_DEPTH - 1),
+                &format!(
+                    "request nested deeper than {} levels: not read",
+                    MAX_DEPTH - 1
+                ),
             );
             return None;
         }

@@ -73,13 +73,20 @@ impl Outgoing {
                 why.clone(),
             ));
         }
-        if queue.bytes > self.options.max_queued_bytes.saturating_mul(HARD_LIMIT_FACTOR) {
+        if queue.bytes
+            > self
+                .options
+                .max_queued_bytes
+                .saturating_mul(HARD_LIMIT_FACTOR)
+        {
             let why = format!(
                 "the stdio client stopped reading: {} messages ({} bytes) are waiting to be \
                  written to stdout, past the limit of {} bytes; closing the connection",
                 queue.count,
                 queue.bytes,
-                self.options.max_queued_bytes.saturating_mul(HARD_LIMIT_FACTOR)
+                self.options
+                    .max_queued_bytes
+                    .saturating_mul(HARD_LIMIT_FACTOR)
             );
             self.close_locked(&mut queue, why.clone());
             return Err(std::io::Error::new(std::io::ErrorKind::OutOfMemory, why));

@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn finds_the_top_level_id_wherever_it_is() {
-        assert_eq!(scan(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#).id(), json!(7));
+        assert_eq!(
+            scan(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#).id(),
+            json!(7)
+        );
         assert_eq!(scan(r#"{"id" : "a\"b", "params":{}}"#).id(), json!("a\"b"));
         assert_eq!(
             scan(r#"{"method":"x","params":{"id":1,"pad":"id"},"id":-3.5}"#).id(),
