@@ -86,6 +86,9 @@ pub struct ValidateArgs {
     pub check_upstreams: bool,
 }
 
+/// `--stdio-write-timeout`'s default: the server library's own.
+const STDIO_WRITE_TIMEOUT_SECS: u64 = 60;
+
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -104,6 +107,16 @@ pub struct ServeArgs {
     /// by default, against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub allowed_hosts: Vec<String>,
+    /// Over stdio: how long answers may wait for a client that stopped reading them (stdin
+    /// is not read meanwhile) before the connection is closed, in seconds.
+    #[arg(
+        long = "stdio-write-timeout",
+        value_name = "SECS",
+        default_value_t = STDIO_WRITE_TIMEOUT_SECS,
+        conflicts_with = "http",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub stdio_write_timeout: u64,
     #[command(flatten)]
     pub state: crate::state::StateArgs,
     /// This replica's name in run leases (stable across restarts: its own interrupted runs
@@ -183,6 +196,7 @@ impl Cli {
                 authoring: false,
                 http: None,
                 allowed_hosts: Vec::new(),
+                stdio_write_timeout: STDIO_WRITE_TIMEOUT_SECS,
                 state: Default::default(),
                 instance: None,
             })),

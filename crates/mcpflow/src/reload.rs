@@ -176,6 +176,7 @@ fn clone_args(args: &ServeArgs) -> ServeArgs {
         authoring: args.authoring,
         http: args.http,
         allowed_hosts: args.allowed_hosts.clone(),
+        stdio_write_timeout: args.stdio_write_timeout,
         state: args.state.clone(),
         instance: args.instance.clone(),
     }

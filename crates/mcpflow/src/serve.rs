@@ -54,7 +54,11 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                 tools = loaded.config.tools.len(),
                 "serving MCP over stdio"
             );
-            mcpflow_server::serve_stdio(live).await
+            let options = mcpflow_server::StdioOptions {
+                write_timeout: Duration::from_secs(args.stdio_write_timeout),
+                ..Default::default()
+            };
+            mcpflow_server::serve_stdio_with(live, options).await
         }
         Some(addr) => {
             let mut options = HttpOptions::from_config(loaded.config.http.as_ref());

@@ -527,3 +527,204 @@ async fn refusals_are_json_rpc_error_objects() {
     // The session still works.
     assert_eq!(add(&http, url, &session, 2, 3).await, json!(5));
 }
+
+/// Every route sits behind the Host/Origin guard, the probes included: a DNS-rebinding page
+/// (a foreign `Host`, or a browser's foreign `Origin`) reads nothing, not even `/healthz`.
+#[tokio::test]
+async fn every_route_is_behind_the_host_and_origin_guard() {
+    let (_dir, server) = server();
+    let http = client();
+    let base = server.base();
+    for path in [
+        "/healthz", "/readyz", "/mcp", "/sse", "/message", "/nowhere",
+    ] {
+        let url = format!("{base}{path}");
+        for (header, value) in [("host", "evil.example"), ("origin", "http://evil.example")] {
+            let response = http
+                .get(&url)
+                .header(header, value)
+                .header("accept", "text/event-stream")
+                .send()
+                .await
+                .expect("sent");
+            assert_eq!(
+                response.status(),
+                StatusCode::FORBIDDEN,
+                "GET {path} with {header}: {value}"
+            );
+        }
+    }
+    // With the server's own name, the probes answer.
+    let response = http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// `mcpflow serve CONFIG --http 127.0.0.1:0` under `ulimit -n NOFILE` (when given), with its
+/// stderr lines collected.
+fn start_logged(
+    config: &std::path::Path,
+    nofile: Option<u32>,
+) -> (Server, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut command = Command::new("sh");
+    let limit = nofile.map_or(String::new(), |n| format!("ulimit -n {n} && "));
+    command.args([
+        "-c",
+        &format!(r#"{limit}exec "$0" "$@""#),
+        http_common::mcpflow().to_str().expect("utf-8"),
+        "serve",
+        config.to_str().expect("utf-8"),
+        "--http",
+        "127.0.0.1:0",
+    ]);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcpflow starts");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("mcpflow prints its address before exiting")
+            .expect("stderr is text");
+        if let Some(rest) = line.strip_prefix("mcpflow: listening on ") {
+            break rest.trim().to_owned();
+        }
+    };
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = said.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            keep.lock().expect("not poisoned").push(line);
+        }
+    });
+    (Server { child, url }, said)
+}
+
+fn address(server: &Server) -> std::net::SocketAddr {
+    server
+        .base()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("host:port")
+}
+
+/// Whether the server closed `tcp` (EOF or a reset) within `patience`.
+fn closed_within(tcp: &mut std::net::TcpStream, patience: std::time::Duration) -> Vec<u8> {
+    use std::io::Read;
+    tcp.set_read_timeout(Some(patience)).expect("timeout set");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                panic!(
+                    "the connection is still open after {patience:?}; got {:?}",
+                    String::from_utf8_lossy(&got)
+                )
+            }
+            Err(_) => return got,
+        }
+    }
+}
+
+/// A request whose headers never complete is closed after `headerReadTimeoutMs`; one whose
+/// body never completes gets 408 after `bodyReadTimeoutMs`.
+#[tokio::test]
+async fn slow_headers_and_slow_bodies_are_cut_off() {
+    use std::io::Write;
+    let (_dir, server) = server_with("{ headerReadTimeoutMs: 1000, bodyReadTimeoutMs: 1000 }");
+    let addr = address(&server);
+    let patience = std::time::Duration::from_secs(15);
+
+    let mut partial = std::net::TcpStream::connect(addr).expect("connects");
+    partial
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: appl")
+        .expect("written");
+    let started = std::time::Instant::now();
+    closed_within(&mut partial, patience);
+    eprintln!("partial headers closed after {:?}", started.elapsed());
+
+    // An idle connection that never sends anything is closed the same way.
+    let mut idle = std::net::TcpStream::connect(addr).expect("connects");
+    closed_within(&mut idle, patience);
+
+    let mut slow = std::net::TcpStream::connect(addr).expect("connects");
+    slow.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+          Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+    )
+    .expect("written");
+    let answer = closed_within(&mut slow, patience);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("bodyReadTimeoutMs"), "{answer}");
+
+    // Meanwhile the server serves.
+    let http = client();
+    let session = open_session(&http, &server.url).await;
+    assert_eq!(add(&http, &server.url, &session, 1, 2).await, json!(3));
+}
+
+/// The issue's attack: more half-sent requests than the server has descriptors for. The cap
+/// (the open-file limit less the reserve) holds, the oldest idle connections are closed for new
+/// ones, a warning says so, and a real client is answered at once.
+#[tokio::test]
+async fn idle_connections_past_the_descriptor_limit_do_not_starve_real_clients() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), &config("{ headerReadTimeoutMs: 600000 }"));
+    // 300 descriptors: a cap of 44 connections; 400 half-sent requests would exhaust them.
+    let (server, said) = start_logged(&config, Some(300));
+    let addr = address(&server);
+    let mut attackers = Vec::new();
+    for _ in 0..400 {
+        use std::io::Write;
+        let Ok(mut tcp) =
+            std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+        else {
+            break;
+        };
+        let _ = tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n");
+        attackers.push(tcp);
+    }
+    assert_eq!(attackers.len(), 400, "the kernel accepted every connection");
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .expect("HTTP client");
+    let response = http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(initialize_body().to_string())
+        .send()
+        .await
+        .expect("a real client is answered within 10 s while 400 idle connections wait");
+    assert_eq!(response.status(), StatusCode::OK);
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = post(&http, &server.url, Some(&session), &[], note.to_string()).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(add(&http, &server.url, &session, 40, 2).await, json!(42));
+    let log = said.lock().expect("not poisoned").join("\n");
+    assert!(log.contains("HTTP connection cap reached"), "{log}");
+    drop(attackers);
+}

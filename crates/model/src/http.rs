@@ -37,4 +37,22 @@ pub struct HttpConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_concurrent_requests_per_session: Option<u64>,
+    /// Most open connections (default 4096), lowered at start to the open-file limit
+    /// (`ulimit -n`) less 256 descriptors kept for upstreams and the store. At the cap the
+    /// connection open longest with no request in flight is closed for the new one; when all
+    /// are busy the new one gets 503. Either is logged as a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_connections: Option<u64>,
+    /// A connection is closed when a request's headers are not complete this long after it
+    /// opened or after its previous response (default 30000 ms): a partial request, or an
+    /// idle keep-alive connection, holds no descriptor longer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub header_read_timeout_ms: Option<u64>,
+    /// A request body not received in full this long after its headers gets 408
+    /// (default 30000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub body_read_timeout_ms: Option<u64>,
 }

@@ -194,6 +194,41 @@ impl GraphServer {
             .into_result())
     }
 
+    /// The error for a call of a tool no one here has: every tool a call can reach (graph
+    /// tools, companions, built-ins, then the proxied ones by name), the list cut after
+    /// [`NAMES_IN_ERROR`] since a model reads it and a gateway may pass through hundreds.
+    fn unknown_tool(&self, name: &str) -> McpError {
+        let mut names: Vec<String> = self
+            .inner
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        if let Some(authoring) = self.authoring() {
+            names.extend(authoring.tools().into_iter().map(|t| t.name.to_string()));
+        }
+        let mut proxied = self.gateway().listed_names();
+        proxied.sort_unstable();
+        names.extend(proxied);
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        let message = match names.len() {
+            0 => format!("unknown tool `{name}`; this server has no tools"),
+            n if n <= NAMES_IN_ERROR => {
+                format!(
+                    "unknown tool `{name}`; this server has: {}",
+                    names.join(", ")
+                )
+            }
+            n => format!(
+                "unknown tool `{name}`; this server has: {}, and {} more (`tools/list` lists them all)",
+                names[..NAMES_IN_ERROR].join(", "),
+                n - NAMES_IN_ERROR
+            ),
+        };
+        McpError::invalid_params(message, None)
+    }
+
     /// A call of a graph tool or a session companion: its answer, or the run that waits.
     pub(crate) async fn call_graph(
         &self,
@@ -205,14 +240,7 @@ impl GraphServer {
             if let Some(c) = self.inner.companions.get(name) {
                 return Ok(self.call_companion(name, c, arguments, options).await);
             }
-            let known: Vec<&str> = self.inner.tools.iter().map(|t| &*t.name).collect();
-            return Err(McpError::invalid_params(
-                format!(
-                    "unknown tool `{name}`; this server has: {}",
-                    known.join(", ")
-                ),
-                None,
-            ));
+            return Err(self.unknown_tool(name));
         };
         let args = Value::Object(arguments.unwrap_or_default());
         if let Err(errors) = entry.graph.input_validator().check(&args) {
@@ -244,6 +272,9 @@ impl GraphServer {
         Ok(Called::of(run, entry.graph.output_validator()))
     }
 }
+
+/// Tool names an unknown tool's error lists before it says "and N more".
+const NAMES_IN_ERROR: usize = 50;
 
 /// What a call of a graph tool (or a session companion) produced.
 pub(crate) enum Called {

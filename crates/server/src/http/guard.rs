@@ -1,5 +1,6 @@
-//! What every MCP request over HTTP passes before a transport sees it: the `Host` and `Origin`
-//! checks against DNS rebinding, and the global and per-session limits on requests in flight.
+//! What every HTTP request passes before a route sees it: the `Host` and `Origin` checks
+//! against DNS rebinding (on every route, `/healthz` and `/readyz` included), the body read
+//! with a size and time limit, and the global and per-session limits on requests in flight.
 //!
 //! rmcp's Streamable HTTP service checks `Host` too, but the legacy SSE endpoints are ours, and
 //! one check in front of both keeps the two transports' answers the same.
@@ -31,6 +32,7 @@ pub(crate) struct Guard {
     per_session: usize,
     sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
     max_body_bytes: usize,
+    body_read_timeout: std::time::Duration,
 }
 
 impl Guard {
@@ -51,6 +53,7 @@ impl Guard {
             per_session: options.limits.max_concurrent_requests_per_session,
             sessions: Mutex::new(HashMap::new()),
             max_body_bytes: options.limits.max_body_bytes,
+            body_read_timeout: options.limits.body_read_timeout,
         }
     }
 
@@ -250,14 +253,31 @@ async fn admit(guard: Arc<Guard>, request: Request, next: Next) -> Response {
     // rmcp cannot parse can be answered as JSON-RPC asks.
     let session = session_of(&request);
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, guard.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => {
+    let read = axum::body::to_bytes(body, guard.max_body_bytes);
+    let bytes = match tokio::time::timeout(guard.body_read_timeout, read).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 -32600,
                 &format!("request body larger than {} bytes", guard.max_body_bytes),
             );
+        }
+        Err(_) => {
+            tracing::debug!("request body not received in time");
+            let mut response = rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                -32000,
+                &format!(
+                    "request body not received within {} ms (`http.bodyReadTimeoutMs`)",
+                    guard.body_read_timeout.as_millis()
+                ),
+            );
+            // The rest of the body may still come: this connection cannot be reused.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
         }
     };
     let permits = match guard.admit(session.as_deref()) {

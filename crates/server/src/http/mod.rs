@@ -3,7 +3,8 @@
 //!
 //! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, resumption with
 //! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
-//! (`guard`), bounds the sessions (`sessions`), routes and shuts down gracefully.
+//! every route (`guard`), bounds the sessions (`sessions`) and the connections (`conns`: header
+//! deadline, a cap below the open-file limit), routes and shuts down gracefully.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+mod conns;
 mod guard;
 mod sessions;
 mod sse;
@@ -59,6 +61,14 @@ pub struct HttpLimits {
     pub session_idle_timeout: Duration,
     pub max_concurrent_requests: usize,
     pub max_concurrent_requests_per_session: usize,
+    /// Most open connections; lowered at start to the open-file limit less the descriptors
+    /// kept for upstreams and the store.
+    pub max_connections: usize,
+    /// A connection whose request headers are not complete this long after it opened (or
+    /// after its previous response) is closed: slow or idle clients hold no descriptor.
+    pub header_read_timeout: Duration,
+    /// A request body not received in full this long after its headers is answered 408.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -69,6 +79,9 @@ impl Default for HttpLimits {
             session_idle_timeout: Duration::from_secs(300),
             max_concurrent_requests: 1024,
             max_concurrent_requests_per_session: 64,
+            max_connections: 4096,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -91,9 +104,11 @@ impl HttpOptions {
             c.max_concurrent_requests_per_session,
             l.max_concurrent_requests_per_session,
         );
-        if let Some(ms) = c.session_idle_timeout_ms {
-            l.session_idle_timeout = Duration::from_millis(ms);
-        }
+        l.max_connections = size(c.max_connections, l.max_connections);
+        let ms = |v: Option<u64>, default: Duration| v.map_or(default, Duration::from_millis);
+        l.session_idle_timeout = ms(c.session_idle_timeout_ms, l.session_idle_timeout);
+        l.header_read_timeout = ms(c.header_read_timeout_ms, l.header_read_timeout);
+        l.body_read_timeout = ms(c.body_read_timeout_ms, l.body_read_timeout);
         options.allowed_hosts = c.allowed_hosts.clone();
         options.allowed_origins = c.allowed_origins.clone();
         options
@@ -184,8 +199,7 @@ impl HttpListener {
             .nest_service("/mcp", mcp)
             .route("/sse", get(sse::open))
             .route("/message", post(sse::post))
-            .with_state(legacy)
-            .layer(axum::middleware::from_fn_with_state(guard_state, guard));
+            .with_state(legacy);
         let ready = stopping.clone();
         let readiness = options.readiness.clone();
         let app = protocol.route("/healthz", get(|| async { "ok\n" })).route(
@@ -210,20 +224,22 @@ impl HttpListener {
                 }
             }),
         );
-        let graceful = async move {
+        // Every route behind the guard, the probes too: a DNS-rebinding page must not read
+        // even whether the server is up.
+        let app = app.layer(axum::middleware::from_fn_with_state(guard_state, guard));
+        let stop = CancellationToken::new();
+        let stop_accepting = stop.clone();
+        tokio::spawn(async move {
             shutdown.await;
             stopping.store(true, Ordering::Relaxed);
             sessions.cancel();
-        };
-        // Without TCP_NODELAY an SSE answer written in two pieces (priming event, then the
-        // message) waits out Nagle and delayed ACK: 40 ms per call.
-        use axum::serve::ListenerExt;
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
+            stop_accepting.cancel();
         });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(graceful)
-            .await
-            .map_err(|e| ServerError::Transport(e.to_string()))
+        let settings = conns::Settings {
+            max_connections: conns::connection_cap(limits.max_connections),
+            header_read_timeout: limits.header_read_timeout,
+        };
+        conns::serve(self.listener, app, settings, stop).await;
+        Ok(())
     }
 }
