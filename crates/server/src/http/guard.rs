@@ -164,7 +164,19 @@ struct Permits {
 /// `host` of `host:port`, `[::1]:port` or `[::1]`.
 fn host_of(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
+        // Only `[addr]` or `[addr]:port`: anything after the bracket (`[::1].evil.example`)
+        // leaves the authority whole, which no allowed host equals.
+        return match rest.split_once(']') {
+            Some((addr, "")) => addr,
+            Some((addr, port))
+                if port.strip_prefix(':').is_some_and(|p| {
+                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+                }) =>
+            {
+                addr
+            }
+            _ => authority,
+        };
     }
     match authority.rsplit_once(':') {
         Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
@@ -374,6 +386,11 @@ mod tests {
             "evil.example.com:8080",
             "127.0.0.2",
             "localhost.evil",
+            // Found by fuzz/'s http_guard target: text after the bracket was ignored.
+            "[::1].evil.example",
+            "[::1]evil",
+            "[::1]:",
+            "[::1]:80x",
         ] {
             assert!(!g.host_allowed(h), "{h}");
         }
