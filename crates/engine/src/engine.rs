@@ -11,7 +11,9 @@ use mcpflow_upstream::UpstreamPool;
 
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
+use crate::control::Control;
 use crate::graph::Graph;
+use crate::observe::{Observe, Started};
 use crate::request::RunRequest;
 use crate::run::{Executor, Run, RunEnd, RunStatus, or_empty};
 
@@ -34,6 +36,8 @@ pub(crate) struct Inner {
     predecessors: std::sync::Mutex<Vec<Engine>>,
     /// Distinguishes run ids of this process from those of another one.
     instance: u64,
+    /// Hears of every run's start and end; set once (see [`Engine::observe`]).
+    observer: std::sync::OnceLock<Arc<dyn Observe>>,
 }
 
 /// How many replaced engines a reloaded one keeps for their waiting sessions.
@@ -83,6 +87,7 @@ impl Engine {
                 next_run: AtomicU64::new(1),
                 predecessors: std::sync::Mutex::new(Vec::new()),
                 instance,
+                observer: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -94,6 +99,10 @@ impl Engine {
     pub fn succeed(&self, previous: &Engine) {
         if Arc::ptr_eq(&self.inner, &previous.inner) {
             return;
+        }
+        // Whoever watched the runs of the replaced engine watches this one's.
+        if let Some(observer) = previous.inner.observer.get() {
+            let _ = self.inner.observer.set(observer.clone());
         }
         // Taken, not copied: `previous` then holds no chain, so memory stays bounded.
         let mut kept = std::mem::take(&mut *lock(&previous.inner.predecessors));
@@ -138,6 +147,44 @@ impl Engine {
         self.inner.durability.get()
     }
 
+    /// Attaches the observer that hears of every run this engine (and the engines that
+    /// [`succeed`](Engine::succeed) it) starts and ends. Once per engine: a second call is
+    /// refused and returns the observer back.
+    pub fn observe(&self, observer: Arc<dyn Observe>) -> Result<(), Arc<dyn Observe>> {
+        self.inner.observer.set(observer)
+    }
+
+    /// Tells the observer, if any, that run `id` starts; gives `events` the channel it asks
+    /// for when the run has none.
+    pub(crate) fn observe_start(
+        &self,
+        id: &Arc<str>,
+        tool: &Arc<str>,
+        args: &serde_json::Value,
+        control: &Control,
+        events: &mut Option<tokio::sync::broadcast::Sender<Event>>,
+    ) {
+        let Some(observer) = self.inner.observer.get() else {
+            return;
+        };
+        let given = observer.started(Started {
+            id,
+            tool,
+            args,
+            control,
+            events: events.as_ref(),
+        });
+        if events.is_none() {
+            *events = given;
+        }
+    }
+
+    pub(crate) fn observe_end(&self, run: &Run) {
+        if let Some(observer) = self.inner.observer.get() {
+            observer.ended(run);
+        }
+    }
+
     pub(crate) fn next_id(&self) -> Arc<str> {
         let n = self.inner.next_run.fetch_add(1, Ordering::Relaxed);
         format!("{:08x}-{n}", self.inner.instance as u32).into()
@@ -170,10 +217,11 @@ impl Engine {
         let RunRequest {
             args,
             control,
-            events,
+            mut events,
             ..
         } = request;
         let tool: Arc<str> = graph.name().into();
+        self.observe_start(&id, &tool, &args, &control, &mut events);
         if let Some(tx) = &events {
             let _ = tx.send(Event::RunStarted {
                 run_id: id.clone(),
@@ -209,6 +257,7 @@ impl Engine {
         if let (Some(durability), Some((args, started_at))) = (self.durability(), saved_args) {
             durability.save_plain(graph, args, started_at, &run);
         }
+        self.observe_end(&run);
         run
     }
 }
