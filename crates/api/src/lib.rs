@@ -14,12 +14,12 @@
 //! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled.
 //!
 //! **What it costs when nobody listens.** The engine's [`Observe`](mcpflow_engine::Observe)
-//! hook registers each run (an entry in a map, a `Control` handle, one channel) at its start
-//! and removes it at its end: per run, never per node. A run's events are built only when its
-//! channel has a receiver, and it has one only while the run is recorded: when it was started
-//! here, or someone watches it or all runs. No event is cloned, serialised or kept for a run
-//! nobody watches; an ended run is kept in memory only if it was watched. A server without
-//! `--http` has no registry at all.
+//! hook registers each run (an entry in a map and a `Control` handle) at its start and removes
+//! it at its end: per run, never per node. A run gets an event channel from this API only when
+//! it is recorded: started here, watched, or started while someone watches all runs. Until
+//! then the engine builds no event for it (per event it could emit, one atomic load finds that
+//! no channel was attached); nothing is cloned, serialised or kept, and an ended run is kept
+//! in memory only if it was recorded. A server without `--http` has no registry at all.
 //!
 //! **Bounded memory.** A recorded run's events are serialised once into a log of at most
 //! [`registry::LOG_LIMIT`] events and [`registry::LOG_BYTES`] bytes, shared by its watchers;

@@ -1,11 +1,12 @@
 //! [`Registry`]: the live runs of a server (whoever started them) and their event logs.
 //!
 //! A run is registered when it starts (the engine's [`Observe`] hook): its id, tool, start
-//! time, [`Control`] and event channel. Nothing more happens unless someone watches: the run's
-//! events are recorded (serialised once, kept in a bounded log, fanned out to its watchers)
-//! only from the moment it is watched, started through this API, or started while someone
-//! watches all runs. A run nobody watches emits nothing: the engine builds an event only when
-//! its channel has a receiver, and an unrecorded run's channel has none.
+//! time and [`Control`]. Nothing more happens unless someone watches: the run's events are
+//! recorded (serialised once, kept in a bounded log, fanned out to its watchers) only from the
+//! moment it is watched, if it was started through this API, or if it started while someone
+//! watched all runs. Until then it has no event channel of ours (the engine builds no event
+//! for it); a late watcher attaches one through its `Control`, which the engine reads with one
+//! atomic load per event it could emit.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,11 +58,15 @@ pub struct LiveRun {
     /// Milliseconds since the epoch.
     pub started_at: i64,
     pub control: Control,
-    events: broadcast::Sender<Event>,
+    /// The run's event channel: its starter's, or one attached when recording began.
+    events: Mutex<Option<broadcast::Sender<Event>>>,
+    /// Told when the run ends, so a recorder attached after its last event stops too.
+    over: tokio::sync::Notify,
     recording: AtomicBool,
     log: Mutex<Log>,
-    /// Recorded events, to this run's watchers.
-    out: broadcast::Sender<Arc<Frame>>,
+    /// Recorded events, to this run's watchers; made when recording begins (a run nobody
+    /// watches allocates no buffer).
+    out: std::sync::OnceLock<broadcast::Sender<Arc<Frame>>>,
     end: Mutex<Option<Ended>>,
 }
 
@@ -142,7 +147,7 @@ impl Registry {
         self.record(run, false);
         let log = lock(&run.log);
         let replay = log.frames.iter().cloned().collect();
-        let follow = (!log.done).then(|| run.out.subscribe());
+        let follow = (!log.done).then(|| run.out().subscribe());
         Watch { replay, follow }
     }
 
@@ -172,7 +177,11 @@ impl Registry {
         if run.recording.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut rx = run.events.subscribe();
+        let tx = lock(&run.events)
+            .get_or_insert_with(|| run.control.attach_events(broadcast::channel(RUN_CHANNEL).0))
+            .clone();
+        let mut rx = tx.subscribe();
+        drop(tx);
         {
             let mut log = lock(&run.log);
             log.from_start = from_start;
@@ -191,14 +200,34 @@ impl Registry {
                 });
                 let frame = self.frame("joined", note);
                 log.frames.push_back(frame.clone());
-                let _ = run.out.send(frame);
+                let _ = run.out().send(frame);
             }
         }
         let registry = self.clone();
         let run = run.clone();
         tokio::spawn(async move {
+            let mut ended = false;
             loop {
-                match rx.recv().await {
+                let received = if ended {
+                    // The run has ended: what is still queued, then stop.
+                    match rx.try_recv() {
+                        Ok(e) => Ok(e),
+                        Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                            Err(broadcast::error::RecvError::Lagged(n))
+                        }
+                        Err(_) => break,
+                    }
+                } else {
+                    tokio::select! {
+                        biased;
+                        r = rx.recv() => r,
+                        () = run.over.notified() => {
+                            ended = true;
+                            continue;
+                        }
+                    }
+                };
+                match received {
                     Ok(event) => {
                         let last = matches!(event, Event::RunFinished { .. });
                         registry.publish(&run, event);
@@ -217,7 +246,7 @@ impl Registry {
             }
             lock(&run.log).done = true;
             // Closes the run's watchers' streams once they have read what is left.
-            let _ = run.out.send(registry.frame(
+            let _ = run.out().send(registry.frame(
                 "end",
                 json!({"event": "end", "runId": &*run.id, "reason": "the run ended"}),
             ));
@@ -267,7 +296,7 @@ impl Registry {
                 log.dropped_upto = old.seq;
             }
             // Under the log's lock: a watcher's snapshot and subscription see each frame once.
-            let _ = run.out.send(frame.clone());
+            let _ = run.out().send(frame.clone());
         }
         if self.all.receiver_count() > 0 {
             let _ = self.all.send(frame);
@@ -281,32 +310,33 @@ pub(crate) struct Hook(pub Arc<Registry>);
 impl Observe for Hook {
     fn started(&self, run: Started<'_>) -> Option<broadcast::Sender<Event>> {
         let registry = &self.0;
-        let events = run
-            .events
-            .cloned()
-            .unwrap_or_else(|| broadcast::channel(RUN_CHANNEL).0);
-        let ours = {
+        let ours = run.events.is_some_and(|events| {
             let mut starting = lock(&registry.starting);
             let before = starting.len();
-            starting.retain(|t| !t.same_channel(&events));
+            starting.retain(|t| !t.same_channel(events));
             starting.len() != before
-        };
+        });
+        let from_start = ours || registry.all.receiver_count() > 0;
+        // A channel only for a run recorded from its start: any other emits nothing until a
+        // watcher attaches one (through its `Control`).
+        let given = (from_start && run.events.is_none()).then(|| broadcast::channel(RUN_CHANNEL).0);
         let live = Arc::new(LiveRun {
             id: run.id.clone(),
             tool: run.tool.clone(),
             started_at: now_ms(),
             control: run.control.clone(),
-            events: events.clone(),
+            events: Mutex::new(run.events.cloned().or_else(|| given.clone())),
+            over: tokio::sync::Notify::new(),
             recording: AtomicBool::new(false),
             log: Mutex::new(Log::default()),
-            out: broadcast::channel(WATCHER_BUFFER).0,
+            out: std::sync::OnceLock::new(),
             end: Mutex::new(None),
         });
         lock(&registry.live).insert(run.id.clone(), live.clone());
-        if ours || registry.all.receiver_count() > 0 {
+        if from_start {
             registry.record(&live, true);
         }
-        Some(events)
+        given
     }
 
     fn ended(&self, run: &Run) {
@@ -321,6 +351,7 @@ impl Observe for Hook {
             // Kept whole only for a run someone watched: nobody else pays for the copy.
             run: if keep { run.clone() } else { empty_run(run) },
         });
+        live.over.notify_one();
         if keep {
             let mut ended = lock(&registry.ended);
             ended.push_back(live);
@@ -342,6 +373,11 @@ fn empty_run(run: &Run) -> Run {
 }
 
 impl LiveRun {
+    fn out(&self) -> &broadcast::Sender<Arc<Frame>> {
+        self.out
+            .get_or_init(|| broadcast::channel(WATCHER_BUFFER).0)
+    }
+
     /// `running`, `paused`, or how it ended.
     pub fn status(&self) -> String {
         if let Some(end) = &*lock(&self.end) {
@@ -385,7 +421,7 @@ impl LiveRun {
             return None;
         }
         let frames = log.frames.iter().filter(|f| f.seq > seq).cloned().collect();
-        let follow = (!log.done).then(|| self.out.subscribe());
+        let follow = (!log.done).then(|| self.out().subscribe());
         Some((frames, follow))
     }
 

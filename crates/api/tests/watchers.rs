@@ -163,3 +163,41 @@ async fn a_watcher_that_never_reads_is_dropped_with_an_end_event() {
     assert!(last.contains("dropped"), "{last}");
     assert!(text.matches("event: nodeFinished").count() < 180_000);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_joins_a_run_started_without_a_channel() {
+    let s = serve(TOOLS).await;
+    // As an MCP client's call does (no progress asked: no event channel), paused at its start.
+    let control = mcpflow_engine::Control::new();
+    control.pause();
+    let engine = s.engine.clone();
+    let c = control.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run(RunRequest::new("each", json!({"list": [1, 2]})).with_control(c))
+            .await
+    });
+    let (_, runs) = loop {
+        let (code, runs) = s.get("/api/runs?status=paused").await;
+        if runs["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            break (code, runs);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let id = runs["runs"][0]["id"].as_str().expect("id").to_owned();
+    let mut watcher = s.events(&format!("/api/runs/{id}/events")).await;
+    let (name, joined) = watcher.next().await.expect("an event");
+    assert_eq!(name, "joined");
+    assert_eq!(joined["debug"]["paused"][0]["nodeId"], "entry");
+    let (code, _) = s.post(&format!("/api/runs/{id}/resume"), json!({})).await;
+    assert_eq!(code, 200);
+    let seen = watcher.until("runFinished").await;
+    assert_eq!(
+        names(&seen)
+            .iter()
+            .filter(|n| *n == "nodeFinished")
+            .count(),
+        5
+    );
+    assert_eq!(run.await.expect("run").status, mcpflow_engine::RunStatus::Succeeded);
+}

@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use mcpflow_expr::{ExprError, Jsonata, Scope};
+
+use crate::event::Event;
 use serde_json::Value as Json;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Debug control of one run: breakpoints, pause, resume, step, stop.
@@ -32,6 +34,9 @@ struct Inner {
     cancel: CancellationToken,
     /// Set by [`Control::cancel`]: the run ends as cancelled rather than stopped.
     by_client: AtomicBool,
+    /// An event channel attached while the run goes (a watcher joined a run started without
+    /// one); the run's events go there from its next event on.
+    events: OnceLock<broadcast::Sender<Event>>,
 }
 
 impl Default for Inner {
@@ -42,6 +47,7 @@ impl Default for Inner {
             wake: watch::Sender::new(0),
             cancel: CancellationToken::new(),
             by_client: AtomicBool::new(false),
+            events: OnceLock::new(),
         }
     }
 }
@@ -202,6 +208,18 @@ impl Control {
 
     pub fn is_paused(&self) -> bool {
         !self.lock().paused.is_empty()
+    }
+
+    /// Gives a run that was started without an event channel one, from its next event on
+    /// (a watcher joining late). Once: returns the channel the run has then (this one, or
+    /// one attached before).
+    pub fn attach_events(&self, tx: broadcast::Sender<Event>) -> broadcast::Sender<Event> {
+        self.inner.events.get_or_init(|| tx).clone()
+    }
+
+    /// The channel attached with [`Control::attach_events`]; reading it is one atomic load.
+    pub(crate) fn attached_events(&self) -> Option<&broadcast::Sender<Event>> {
+        self.inner.events.get()
     }
 
     pub(crate) fn cancelled(&self) -> &CancellationToken {

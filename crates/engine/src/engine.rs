@@ -244,7 +244,7 @@ impl Engine {
         // Only a durable run can wait: an await node without a store fails instead.
         let result = chain.and_then(|c| c.output(None)).map(or_empty);
         let status = RunStatus::of(&result, &control);
-        if let Some(tx) = &events {
+        if let Some(tx) = events.as_ref().or(control.attached_events()) {
             let _ = tx.send(Event::RunFinished { status });
         }
         let run = Run {

@@ -26,7 +26,8 @@ pub struct Started<'a> {
 /// start and once at its end: keep both cheap (no I/O, no waiting).
 pub trait Observe: Send + Sync {
     /// A run starts. Returns the channel its events should go to when its starter gave it
-    /// none (`None`: it stays without one, and emits nothing).
+    /// none (`None`: it stays without one and builds no event, unless a channel is attached
+    /// later with [`Control::attach_events`]).
     fn started(&self, run: Started<'_>) -> Option<broadcast::Sender<Event>>;
     /// The run ended, or waits for its client.
     fn ended(&self, run: &Run);

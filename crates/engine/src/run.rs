@@ -284,8 +284,13 @@ impl<'a> Executor<'a> {
     }
 
     pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
-        // Building an event clones a record: skip it when nobody listens.
-        if let Some(tx) = self.shared.events
+        // Building an event clones a record: skip it when nobody listens. A run without a
+        // channel pays one atomic load here (a channel attached later, see `Control`).
+        let tx = match self.shared.events {
+            Some(tx) => Some(tx),
+            None => self.shared.control.attached_events(),
+        };
+        if let Some(tx) = tx
             && tx.receiver_count() > 0
         {
             let _ = tx.send(event());

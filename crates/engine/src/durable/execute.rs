@@ -202,7 +202,8 @@ impl Engine {
             RunEnd::Waiting(_) => RunStatus::Waiting,
             RunEnd::Finished(result) => RunStatus::of(result, &request.control),
         };
-        if let Some(tx) = &request.events {
+        let attached = request.control.attached_events();
+        if let Some(tx) = request.events.as_ref().or(attached) {
             let _ = tx.send(Event::RunFinished { status });
         }
         let run = Run {
