@@ -91,3 +91,38 @@ impl IntoResponse for ApiError {
         json_response(self.status, &json!({ "error": error }))
     }
 }
+
+/// Longest refusal text of axum's carried into the JSON error.
+const REFUSAL_TEXT_BYTES: usize = 4096;
+
+/// What axum refuses by itself (a path parameter that is not UTF-8, a method a route does not
+/// have) as plain text, answered in this API's `{error: {code, message}}` shape with the same
+/// status.
+pub async fn as_json(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let allow = response.headers().get(axum::http::header::ALLOW).cloned();
+    let text = match axum::body::to_bytes(response.into_body(), REFUSAL_TEXT_BYTES).await {
+        Ok(bytes) if !bytes.is_empty() => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => status.canonical_reason().unwrap_or("refused").to_owned(),
+    };
+    let code = match status {
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        s if s.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let mut answer = ApiError::new(status, code, text).into_response();
+    if let Some(allow) = allow {
+        answer.headers_mut().insert(axum::http::header::ALLOW, allow);
+    }
+    answer
+}
