@@ -165,7 +165,10 @@ pub async fn clear_breakpoint(
         Err(e) => return e.into_response(),
     };
     if run.control.remove_breakpoint(&node) {
-        json_response(StatusCode::OK, &json!({"id": &*run.id, "debug": debug_json(&run.control)}))
+        json_response(
+            StatusCode::OK,
+            &json!({"id": &*run.id, "debug": debug_json(&run.control)}),
+        )
     } else {
         ApiError::not_found(format!("run {id:?} has no breakpoint on node `{node}`"))
             .into_response()

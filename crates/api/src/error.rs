@@ -122,7 +122,9 @@ pub async fn as_json(response: Response) -> Response {
     };
     let mut answer = ApiError::new(status, code, text).into_response();
     if let Some(allow) = allow {
-        answer.headers_mut().insert(axum::http::header::ALLOW, allow);
+        answer
+            .headers_mut()
+            .insert(axum::http::header::ALLOW, allow);
     }
     answer
 }

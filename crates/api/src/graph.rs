@@ -151,7 +151,11 @@ fn draw(api: &Api, tool: &str, tool_index: usize, nodes: &[Json]) -> Json {
 
 /// The nodes reached from `first` without passing `stop` (a branch up to its join, a body up
 /// to its foreach), in the order they are first reached.
-fn reach(out: &HashMap<String, Vec<String>>, first: Option<String>, stop: Option<&str>) -> Vec<String> {
+fn reach(
+    out: &HashMap<String, Vec<String>>,
+    first: Option<String>,
+    stop: Option<&str>,
+) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut order = Vec::new();
     let mut queue: VecDeque<String> = first.into_iter().collect();

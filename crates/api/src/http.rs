@@ -29,7 +29,9 @@ pub fn body_object(body: &[u8]) -> Result<serde_json::Map<String, Json>, ApiErro
     }
     match serde_json::from_slice(body) {
         Ok(Json::Object(map)) => Ok(map),
-        Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object")),
+        Ok(_) => Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        )),
         Err(e) => Err(ApiError::bad_request(format!(
             "the request body is not valid JSON: {e}"
         ))),

@@ -135,7 +135,10 @@ impl Api {
                 delete(debug::clear_breakpoint).put(debug::set_breakpoint),
             )
             .route("/api/sessions", get(sessions::list))
-            .route("/api/sessions/{id}/continue", post(sessions::continue_session))
+            .route(
+                "/api/sessions/{id}/continue",
+                post(sessions::continue_session),
+            )
             .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())

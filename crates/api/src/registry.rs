@@ -264,9 +264,7 @@ impl Registry {
                 let next = log.records.len();
                 match &mut event {
                     Event::NodeFinished { record } => record.index = next,
-                    Event::NodeStarted { index, .. } | Event::Paused { index, .. } => {
-                        *index = next
-                    }
+                    Event::NodeStarted { index, .. } | Event::Paused { index, .. } => *index = next,
                     _ => {}
                 }
             }

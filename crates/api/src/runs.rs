@@ -85,11 +85,9 @@ async fn list_runs(api: &Api, q: &Query) -> Result<Json, ApiError> {
                 limit: 1000,
                 offset: 0,
             };
-            let stored = d
-                .store
-                .list_runs(&filter)
-                .await
-                .map_err(|e| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", e.to_string()))?;
+            let stored = d.store.list_runs(&filter).await.map_err(|e| {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", e.to_string())
+            })?;
             for s in stored {
                 if seen.contains(&s.id) || !keep(&s.tool, s.status.as_str(), s.started_at) {
                     continue;
@@ -135,7 +133,10 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
                         extra.insert("result".into(), v.to_json());
                     }
                     RunEnd::Finished(Err(err)) => {
-                        extra.insert("error".into(), serde_json::to_value(err).unwrap_or_default());
+                        extra.insert(
+                            "error".into(),
+                            serde_json::to_value(err).unwrap_or_default(),
+                        );
                     }
                     RunEnd::Waiting(w) => {
                         extra.insert("waiting".into(), w.to_json());
@@ -183,11 +184,10 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
     let Some(d) = engine.durability() else {
         return Err(ApiError::unknown_run(id));
     };
-    let store_err =
-        |e: mcpflow_store::StoreError| match e {
-            mcpflow_store::StoreError::NotFound { .. } => ApiError::unknown_run(id),
-            e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", e.to_string()),
-        };
+    let store_err = |e: mcpflow_store::StoreError| match e {
+        mcpflow_store::StoreError::NotFound { .. } => ApiError::unknown_run(id),
+        e => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", e.to_string()),
+    };
     let run = d.store.get_run(id).await.map_err(store_err)?;
     let rows = d.store.get_records(id).await.map_err(store_err)?;
     let s = &run.summary;
@@ -267,7 +267,10 @@ pub async fn show(State(api): State<Api>, Path(id): Path<String>) -> Response {
     }
     out.insert("historyComplete".into(), json!(shown.complete));
     out.insert("history".into(), Json::Array(shown.records));
-    out.insert("timing".into(), json!({"mainFlowMs": total, "nodes": nodes}));
+    out.insert(
+        "timing".into(),
+        json!({"mainFlowMs": total, "nodes": nodes}),
+    );
     ok(&Json::Object(out))
 }
 
@@ -299,10 +302,18 @@ pub async fn context(
         let last = shown.records.last().and_then(|r| r["index"].as_i64());
         return ok(&json!({"index": last, "context": fold(&shown.records, last)}));
     };
-    if !shown.records.iter().any(|r| r["index"].as_i64() == Some(index)) {
+    if !shown
+        .records
+        .iter()
+        .any(|r| r["index"].as_i64() == Some(index))
+    {
         return ApiError::not_found(format!(
             "run {id:?} has no history record {index}{}",
-            if shown.complete { "" } else { " (recorded since it was first watched)" }
+            if shown.complete {
+                ""
+            } else {
+                " (recorded since it was first watched)"
+            }
         ))
         .into_response();
     }
@@ -352,7 +363,11 @@ pub(crate) fn breakpoint_of(
     let condition = match condition {
         None | Some(Json::Null) => None,
         Some(Json::String(c)) => Some(c.as_str()),
-        Some(_) => return Err(ApiError::bad_request("`condition` must be a JSONata string")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "`condition` must be a JSONata string",
+            ));
+        }
     };
     Breakpoint::new(condition).map_err(|e| ApiError::bad_condition(node, &e))
 }
@@ -360,7 +375,9 @@ pub(crate) fn breakpoint_of(
 async fn start_run(api: &Api, body: &[u8]) -> Result<Json, ApiError> {
     let body = body_object(body)?;
     let Some(Json::String(tool)) = body.get("tool") else {
-        return Err(ApiError::bad_request("`tool` (a graph tool's name) is required"));
+        return Err(ApiError::bad_request(
+            "`tool` (a graph tool's name) is required",
+        ));
     };
     let args = match body.get("args") {
         None => Json::Object(Map::new()),
@@ -405,7 +422,9 @@ async fn start_run(api: &Api, body: &[u8]) -> Result<Json, ApiError> {
                     }
                 }
                 Some(_) => {
-                    return Err(ApiError::bad_request("`debug.breakpoints` must be an array"));
+                    return Err(ApiError::bad_request(
+                        "`debug.breakpoints` must be an array",
+                    ));
                 }
             }
         }

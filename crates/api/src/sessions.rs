@@ -72,7 +72,9 @@ pub async fn list(State(api): State<Api>, RawQuery(raw): RawQuery) -> Response {
 async fn tool_of(api: &Api, id: &str) -> Result<String, ApiError> {
     let engine = api.engine();
     let d = engine.durability().ok_or_else(|| {
-        ApiError::not_found(format!("no session {id:?}: this server keeps no sessions (no store)"))
+        ApiError::not_found(format!(
+            "no session {id:?}: this server keeps no sessions (no store)"
+        ))
     })?;
     match d.store.get_session(id).await {
         Ok(s) => Ok(s.tool),
@@ -90,13 +92,17 @@ pub async fn continue_session(
 ) -> Response {
     let continued = async {
         let body = body_object(&body)?;
-        let input = body.get("input").cloned().unwrap_or(Json::Object(Default::default()));
+        let input = body
+            .get("input")
+            .cloned()
+            .unwrap_or(Json::Object(Default::default()));
         let tool = tool_of(&api, &id).await?;
         let run = api
             .engine()
             .continue_session(RunRequest::new(tool, input), &id)
             .await?;
-        let mut out = json!({"runId": &*run.id, "tool": &*run.tool, "status": status_name(run.status)});
+        let mut out =
+            json!({"runId": &*run.id, "tool": &*run.tool, "status": status_name(run.status)});
         match &run.end {
             RunEnd::Finished(Ok(v)) => out["result"] = v.to_json(),
             RunEnd::Finished(Err(e)) => out["error"] = serde_json::to_value(e).unwrap_or_default(),

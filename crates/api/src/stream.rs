@@ -22,10 +22,9 @@ fn sse(frame: &Frame) -> SseEvent {
 }
 
 fn end(reason: &str, run: Option<&str>) -> SseEvent {
-    SseEvent::default().event("end").data(
-        json!({"event": "end", "runId": run, "reason": reason})
-            .to_string(),
-    )
+    SseEvent::default()
+        .event("end")
+        .data(json!({"event": "end", "runId": run, "reason": reason}).to_string())
 }
 
 struct RunWatch {

@@ -9,7 +9,11 @@ use support::{TOOLS, serve};
 async fn a_debug_session_inside_a_foreach() {
     let s = serve(TOOLS).await;
     let id = s
-        .start("each", json!({"list": [1, 2, 3, 4, 5, 6]}), json!({"pause": true}))
+        .start(
+            "each",
+            json!({"list": [1, 2, 3, 4, 5, 6]}),
+            json!({"pause": true}),
+        )
         .await;
     let run = s.until(&id, |r| r["status"] == "paused").await;
     assert_eq!(run["debug"]["paused"][0]["nodeId"], "entry");
@@ -33,7 +37,13 @@ async fn a_debug_session_inside_a_foreach() {
     let paused = &seen.last().expect("paused").1;
     // Replayed: the pause before `entry`; the one that counts is the breakpoint's.
     let paused = if paused["nodeId"] == "entry" {
-        events.until("paused").await.last().expect("paused").1.clone()
+        events
+            .until("paused")
+            .await
+            .last()
+            .expect("paused")
+            .1
+            .clone()
     } else {
         paused.clone()
     };
@@ -50,7 +60,13 @@ async fn a_debug_session_inside_a_foreach() {
     // Step: one node (this item's dbl), then a pause before the next item's.
     let (status, _) = s.post(&format!("/api/runs/{id}/step"), json!({})).await;
     assert_eq!(status, 200);
-    let stepped = events.until("paused").await.last().expect("paused").1.clone();
+    let stepped = events
+        .until("paused")
+        .await
+        .last()
+        .expect("paused")
+        .1
+        .clone();
     assert_eq!(
         (&stepped["nodeId"], &stepped["item"], &stepped["reason"]),
         (&json!("dbl"), &json!(3), &json!("step"))
@@ -59,7 +75,10 @@ async fn a_debug_session_inside_a_foreach() {
     // The context at an index of the history so far: after record 0 (entry), only its output.
     let (status, ctx) = s.get(&format!("/api/runs/{id}/context?index=0")).await;
     assert_eq!(status, 200, "{ctx}");
-    assert_eq!(ctx["context"], json!({"entry": {"list": [1, 2, 3, 4, 5, 6]}}));
+    assert_eq!(
+        ctx["context"],
+        json!({"entry": {"list": [1, 2, 3, 4, 5, 6]}})
+    );
     let run = s.until(&id, |r| r["status"] == "paused").await;
     let dbls: Vec<_> = run["history"]
         .as_array()
@@ -73,11 +92,26 @@ async fn a_debug_session_inside_a_foreach() {
 
     // Resume: the condition holds again at item 4; stop there.
     s.post(&format!("/api/runs/{id}/resume"), json!({})).await;
-    let again = events.until("paused").await.last().expect("paused").1.clone();
-    assert_eq!((&again["item"], &again["reason"]), (&json!(4), &json!("breakpoint")));
+    let again = events
+        .until("paused")
+        .await
+        .last()
+        .expect("paused")
+        .1
+        .clone();
+    assert_eq!(
+        (&again["item"], &again["reason"]),
+        (&json!(4), &json!("breakpoint"))
+    );
     let (status, _) = s.post(&format!("/api/runs/{id}/stop"), json!({})).await;
     assert_eq!(status, 200);
-    let finished = events.until("runFinished").await.last().expect("end").1.clone();
+    let finished = events
+        .until("runFinished")
+        .await
+        .last()
+        .expect("end")
+        .1
+        .clone();
     assert_eq!(finished["status"], "stopped");
     let run = s.until(&id, |r| r["status"] == "stopped").await;
     assert_eq!(run["live"], false);
@@ -117,12 +151,18 @@ async fn bad_input_gets_the_right_status_and_says_what() {
     assert_eq!(status, 404, "{body}");
     let (status, body) = s.post("/api/runs", json!({"tool": "nope"})).await;
     assert_eq!(status, 404, "{body}");
-    let (status, body) = s.post("/api/runs", json!({"tool": "each", "args": {}})).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap_or("").contains("list"), "{body}");
     let (status, body) = s
-        .call(reqwest::Method::POST, "/api/runs", None)
+        .post("/api/runs", json!({"tool": "each", "args": {}}))
         .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("list"),
+        "{body}"
+    );
+    let (status, body) = s.call(reqwest::Method::POST, "/api/runs", None).await;
     assert_eq!(status, 400, "{body}");
     let (status, _) = s.get("/api/runs?limit=0").await;
     assert_eq!(status, 400);
@@ -138,7 +178,12 @@ async fn bad_input_gets_the_right_status_and_says_what() {
         .put(&format!("/api/runs/{id}/breakpoints/nope"), json!({}))
         .await;
     assert_eq!(status, 404, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap_or("").contains("dbl"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("dbl")
+    );
     // A broken condition: 400 with the JSONata error and where it is.
     let (status, body) = s
         .put(
@@ -174,10 +219,16 @@ async fn graph_tools_are_drawable() {
     let edges = g["edges"].as_array().expect("edges");
     assert!(edges.contains(&json!({"from": "p", "to": "a1", "kind": "branch", "branch": "a"})));
     assert!(edges.contains(&json!({"from": "p", "to": "join", "kind": "join"})));
-    assert_eq!(g["branches"][1], json!({"parallel": "p", "branch": "b", "nodes": ["b1"]}));
+    assert_eq!(
+        g["branches"][1],
+        json!({"parallel": "p", "branch": "b", "nodes": ["b1"]})
+    );
 
     let (_, g) = s.get("/api/tools/each/graph").await;
-    assert_eq!(g["foreachBodies"], json!([{"foreach": "fe", "nodes": ["dbl"]}]));
+    assert_eq!(
+        g["foreachBodies"],
+        json!([{"foreach": "fe", "nodes": ["dbl"]}])
+    );
     let fe = &g["nodes"][1];
     assert_eq!(fe["pointer"], "/tools/0/nodes/1");
     assert_eq!(fe["position"]["file"], "api.yaml");
@@ -191,8 +242,14 @@ async fn graph_tools_are_drawable() {
         .find(|e| e["kind"] == "condition")
         .expect("a switch condition edge")
         .clone();
-    assert_eq!((&cond["from"], &cond["to"]), (&json!("check"), &json!("inc")));
-    assert_eq!(cond["condition"], json!({"<": [{"var": "inc.i"}, {"var": "entry.n"}]}));
+    assert_eq!(
+        (&cond["from"], &cond["to"]),
+        (&json!("check"), &json!("inc"))
+    );
+    assert_eq!(
+        cond["condition"],
+        json!({"<": [{"var": "inc.i"}, {"var": "entry.n"}]})
+    );
 }
 
 #[tokio::test]

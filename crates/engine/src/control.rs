@@ -277,7 +277,10 @@ impl Control {
         }
         if let Some(c) = condition {
             reason = match c.evaluate(&scope()) {
-                Ok(v) if v.is_some_and(|v| mcpflow_expr::truthy(v.as_json())) => {
+                Ok(v)
+                    if v.as_ref()
+                        .is_some_and(|v| mcpflow_expr::truthy(v.as_json())) =>
+                {
                     Some("breakpoint".to_owned())
                 }
                 Ok(_) => None,
@@ -305,9 +308,7 @@ impl Control {
             // Subscribed under the lock: a resume after this is seen, one before is not ours.
             self.inner.wake.subscribe()
         };
-        let stopped = self.lock().stopped
-            || woken.changed().await.is_err()
-            || self.lock().stopped;
+        let stopped = self.lock().stopped || woken.changed().await.is_err() || self.lock().stopped;
         let mut s = self.lock();
         if let Some(i) = s.paused.iter().position(|l| *l == line) {
             s.paused.remove(i);

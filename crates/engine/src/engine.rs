@@ -9,9 +9,9 @@ use mcpflow_expr::Limits;
 use mcpflow_model::{CompileErrors, Config};
 use mcpflow_upstream::UpstreamPool;
 
+use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
-use crate::control::Control;
 use crate::graph::Graph;
 use crate::observe::{Observe, Started};
 use crate::request::RunRequest;

@@ -67,10 +67,16 @@ async fn a_conditional_breakpoint_inside_a_foreach_pauses_only_where_it_holds() 
     else {
         unreachable!()
     };
-    assert_eq!((&*node_id, item, reason.as_str()), ("dbl", Some(2), "breakpoint"));
+    assert_eq!(
+        (&*node_id, item, reason.as_str()),
+        ("dbl", Some(2), "breakpoint")
+    );
     let state = control.state();
     assert_eq!(state.paused.len(), 1);
-    assert_eq!(state.paused[0].context["fe"], json!({"item": 3, "index": 2}));
+    assert_eq!(
+        state.paused[0].context["fe"],
+        json!({"item": 3, "index": 2})
+    );
 
     control.resume();
     let Event::Paused { item, .. } = next_paused(&mut rx).await else {
@@ -116,10 +122,12 @@ async fn step_inside_an_item_goes_one_node_and_stop_ends_the_run() {
 async fn a_breakpoint_reaches_a_parallel_branch() {
     let (_, engine) = common::load_str(TOOLS);
     let control = Control::with_breakpoints(["b1"]);
-    let mut handle =
-        engine.spawn(RunRequest::new("par", json!({})).with_control(control.clone()));
+    let mut handle = engine.spawn(RunRequest::new("par", json!({})).with_control(control.clone()));
     let mut rx = handle.events();
-    let Event::Paused { node_id, branch, .. } = next_paused(&mut rx).await else {
+    let Event::Paused {
+        node_id, branch, ..
+    } = next_paused(&mut rx).await
+    else {
         unreachable!()
     };
     assert_eq!((&*node_id, branch.as_deref()), ("b1", Some("b")));
@@ -127,7 +135,10 @@ async fn a_breakpoint_reaches_a_parallel_branch() {
     control.resume();
     let run = handle.wait().await;
     assert_eq!(run.status, RunStatus::Succeeded);
-    assert_eq!(run.output().map(|v| v.to_json()), Some(json!({"a": "a", "b": "b"})));
+    assert_eq!(
+        run.output().map(|v| v.to_json()),
+        Some(json!({"a": "a", "b": "b"}))
+    );
     assert!(!control.is_paused());
 }
 
@@ -142,14 +153,20 @@ fn a_broken_condition_is_refused_with_its_position() {
 async fn a_condition_that_fails_to_evaluate_pauses_and_says_why() {
     let (_, engine) = common::load_str(TOOLS);
     let control = Control::new();
-    control.set_breakpoint("dbl", Breakpoint::new(Some("$.fe.item + 'x'")).expect("compiles"));
-    let mut handle = engine
-        .spawn(RunRequest::new("each", json!({"list": [1]})).with_control(control.clone()));
+    control.set_breakpoint(
+        "dbl",
+        Breakpoint::new(Some("$.fe.item + 'x'")).expect("compiles"),
+    );
+    let mut handle =
+        engine.spawn(RunRequest::new("each", json!({"list": [1]})).with_control(control.clone()));
     let mut rx = handle.events();
     let Event::Paused { reason, .. } = next_paused(&mut rx).await else {
         unreachable!()
     };
-    assert!(reason.starts_with("breakpoint condition failed"), "{reason}");
+    assert!(
+        reason.starts_with("breakpoint condition failed"),
+        "{reason}"
+    );
     control.resume();
     assert_eq!(handle.wait().await.status, RunStatus::Succeeded);
 }

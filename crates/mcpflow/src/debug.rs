@@ -50,7 +50,10 @@ async fn next_halt(rx: &mut Receiver<Event>, history: &mut Vec<Record>) -> Halt 
 
 fn breakpoint(control: &Control, node_ids: &[&str], node: &str, cond: Option<&str>) {
     if !node_ids.contains(&node) {
-        say(&format!("no node `{node}`; the tool's nodes: {}", node_ids.join(", ")));
+        say(&format!(
+            "no node `{node}`; the tool's nodes: {}",
+            node_ids.join(", ")
+        ));
         return;
     }
     match Breakpoint::new(cond) {
@@ -188,7 +191,10 @@ pub async fn debug(args: DebugArgs) -> ExitCode {
     }
     let run = handle.wait().await;
     engine.pool().shutdown().await;
-    say(&format!("status: {}", serde_json::to_value(run.status).unwrap_or_default()));
+    say(&format!(
+        "status: {}",
+        serde_json::to_value(run.status).unwrap_or_default()
+    ));
     if let Some(out) = run.output() {
         say(&out.to_json().to_string());
     }

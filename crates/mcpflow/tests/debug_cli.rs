@@ -45,7 +45,9 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
     }
 }
 
@@ -62,7 +64,17 @@ fn a_terminal_debug_session() {
         config("run_api.yaml").display()
     );
     let ok = Command::new("tmux")
-        .args(["new-session", "-d", "-s", &name, "-x", "200", "-y", "60", &command])
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &name,
+            "-x",
+            "200",
+            "-y",
+            "60",
+            &command,
+        ])
         .status()
         .expect("tmux runs");
     assert!(ok.success());

@@ -17,7 +17,9 @@ impl Api {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b.to_string());
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
         }
         let resp = tokio::time::timeout(Duration::from_secs(30), req.send())
             .await
@@ -25,7 +27,10 @@ impl Api {
             .expect("HTTP works");
         let code = resp.status().as_u16();
         let text = resp.text().await.expect("body");
-        (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
@@ -88,12 +93,18 @@ async fn a_debug_session_over_http_against_the_binary() {
     let (code, _) = api.post(&format!("/api/runs/{id}/resume"), json!({})).await;
     assert_eq!(code, 200);
     let at = api.paused_after(&id, &json!([at])).await;
-    assert_eq!((&at["nodeId"], &at["item"], &at["reason"]), (&json!("dbl"), &json!(2), &json!("breakpoint")));
+    assert_eq!(
+        (&at["nodeId"], &at["item"], &at["reason"]),
+        (&json!("dbl"), &json!(2), &json!("breakpoint"))
+    );
 
     let (code, _) = api.post(&format!("/api/runs/{id}/step"), json!({})).await;
     assert_eq!(code, 200);
     let stepped = api.paused_after(&id, &json!([at])).await;
-    assert_eq!((&stepped["item"], &stepped["reason"]), (&json!(3), &json!("step")));
+    assert_eq!(
+        (&stepped["item"], &stepped["reason"]),
+        (&json!(3), &json!("step"))
+    );
 
     // The context after record 2 (the second item's dbl): the outputs so far.
     let (code, ctx) = api.get(&format!("/api/runs/{id}/context?index=2")).await;

@@ -102,7 +102,12 @@ pub async fn serve(yaml: &str) -> Served {
 }
 
 impl Served {
-    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Json>) -> (u16, Json) {
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Json>,
+    ) -> (u16, Json) {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(b) = body {
             req = req
@@ -138,7 +143,10 @@ impl Served {
     /// Starts `tool` through the API; returns the run id.
     pub async fn start(&self, tool: &str, args: Json, debug: Json) -> String {
         let (status, body) = self
-            .post("/api/runs", json!({"tool": tool, "args": args, "debug": debug}))
+            .post(
+                "/api/runs",
+                json!({"tool": tool, "args": args, "debug": debug}),
+            )
             .await;
         assert_eq!(status, 201, "{body}");
         body["id"].as_str().expect("id").to_owned()
