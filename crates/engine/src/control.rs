@@ -1,11 +1,16 @@
-//! [`Control`]: debug control of a run from outside it (breakpoints, pause, step, resume,
-//! stop) and the client's cancellation.
+//! [`Control`]: debug control of a run from outside it (breakpoints, conditional ones too,
+//! pause, step, resume, stop) and the client's cancellation. It reaches every line of
+//! execution of a run: the main flow, `parallel` branches and `foreach` items.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use tokio::sync::Notify;
+use mcpflow_expr::{ExprError, Jsonata, Scope};
+
+use crate::event::Event;
+use serde_json::Value as Json;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Debug control of one run: breakpoints, pause, resume, step, stop.
@@ -17,36 +22,112 @@ pub struct Control {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
     /// Set whenever the run must look at `state` before a node; the fast path reads only this.
     attention: AtomicBool,
     state: Mutex<DebugState>,
-    wake: Notify,
+    /// Bumped by every resume, step and stop: what paused lines wait on. A `watch` rather than
+    /// a `Notify`: several lines (branches, items) may be paused at once, and each must see a
+    /// bump that happened between its check and its wait.
+    wake: watch::Sender<u64>,
     cancel: CancellationToken,
     /// Set by [`Control::cancel`]: the run ends as cancelled rather than stopped.
     by_client: AtomicBool,
+    /// An event channel attached while the run goes (a watcher joined a run started without
+    /// one); the run's events go there from its next event on.
+    events: OnceLock<broadcast::Sender<Event>>,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            attention: AtomicBool::new(false),
+            state: Mutex::new(DebugState::default()),
+            wake: watch::Sender::new(0),
+            cancel: CancellationToken::new(),
+            by_client: AtomicBool::new(false),
+            events: OnceLock::new(),
+        }
+    }
+}
+
+/// A breakpoint on a node: unconditional, or a JSONata condition on the context the node is
+/// about to read (the run pauses when it is truthy, and when it fails to evaluate).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Breakpoint {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    #[serde(skip)]
+    compiled: Option<Arc<Jsonata>>,
+}
+
+impl PartialEq for Breakpoint {
+    fn eq(&self, other: &Self) -> bool {
+        self.condition == other.condition
+    }
+}
+
+impl Eq for Breakpoint {}
+
+impl Breakpoint {
+    /// A breakpoint with an optional JSONata condition, compiled now: a syntax error comes back
+    /// with its code and position in the condition.
+    pub fn new(condition: Option<&str>) -> Result<Breakpoint, ExprError> {
+        let compiled = condition.map(Jsonata::compile).transpose()?.map(Arc::new);
+        Ok(Breakpoint {
+            condition: condition.map(str::to_owned),
+            compiled,
+        })
+    }
+}
+
+/// One line of execution paused before a node.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PausedLine {
+    pub index: usize,
+    pub node_id: String,
+    pub reason: String,
+    /// The `parallel` branch or `foreach` item it is in, if not the main flow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<usize>,
+    /// The context the paused node is about to read (taken when it paused, never otherwise).
+    #[serde(skip)]
+    pub context: Json,
 }
 
 /// A snapshot of a run's debug state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DebugState {
-    pub breakpoints: BTreeSet<String>,
-    /// Where the run waits now, if it is paused: (history index, node id).
+    pub breakpoints: BTreeMap<String, Breakpoint>,
+    /// Where the run waits now, if it is paused: (history index, node id) of the first line
+    /// that paused.
     pub paused_at: Option<(usize, String)>,
+    /// Every line paused now (several when branches or items pause concurrently).
+    pub paused: Vec<PausedLine>,
     pub stopped: bool,
     #[serde(skip)]
     pause_requested: bool,
     #[serde(skip)]
     pause_next: bool,
-    #[serde(skip)]
-    resume: bool,
 }
 
 /// Why [`Control::checkpoint`] refused to go on.
 #[derive(Debug)]
 pub(crate) struct Stopped;
+
+/// Where a line of execution is, as the run loop tells [`Control::wait_paused`].
+pub(crate) struct Here<'a> {
+    pub index: usize,
+    pub node_id: &'a str,
+    pub reason: String,
+    pub branch: Option<&'a str>,
+    pub item: Option<usize>,
+}
 
 impl Control {
     pub fn new() -> Self {
@@ -56,22 +137,31 @@ impl Control {
     pub fn with_breakpoints<I: IntoIterator<Item = S>, S: Into<String>>(breakpoints: I) -> Self {
         let c = Self::new();
         c.update(|s| {
-            s.breakpoints
-                .extend(breakpoints.into_iter().map(Into::into))
+            s.breakpoints.extend(
+                breakpoints
+                    .into_iter()
+                    .map(|b| (b.into(), Breakpoint::default())),
+            )
         });
         c
     }
 
     pub fn add_breakpoint(&self, node_id: &str) {
+        self.set_breakpoint(node_id, Breakpoint::default());
+    }
+
+    /// Sets (or replaces) the breakpoint on `node_id`.
+    pub fn set_breakpoint(&self, node_id: &str, breakpoint: Breakpoint) {
         self.update(|s| {
-            s.breakpoints.insert(node_id.to_owned());
+            s.breakpoints.insert(node_id.to_owned(), breakpoint);
         });
     }
 
-    pub fn remove_breakpoint(&self, node_id: &str) {
-        self.update(|s| {
-            s.breakpoints.remove(node_id);
-        });
+    /// Clears the breakpoint on `node_id`; whether there was one.
+    pub fn remove_breakpoint(&self, node_id: &str) -> bool {
+        let mut had = false;
+        self.update(|s| had = s.breakpoints.remove(node_id).is_some());
+        had
     }
 
     /// Pause before the next node.
@@ -82,27 +172,23 @@ impl Control {
     /// Go on from a pause until the next breakpoint.
     pub fn resume(&self) {
         self.update(|s| {
-            s.resume = s.paused_at.is_some();
             s.pause_requested = false;
             s.pause_next = false;
         });
-        self.inner.wake.notify_one();
+        self.wake();
     }
 
-    /// Run exactly one node, then pause again.
+    /// Run exactly one node, then pause again (before whichever node of the run starts next).
     pub fn step(&self) {
-        self.update(|s| {
-            s.resume = s.paused_at.is_some();
-            s.pause_next = true;
-        });
-        self.inner.wake.notify_one();
+        self.update(|s| s.pause_next = !s.paused.is_empty());
+        self.wake();
     }
 
     /// Stop the run before its next node and cancel its in-flight upstream call.
     pub fn stop(&self) {
         self.update(|s| s.stopped = true);
         self.inner.cancel.cancel();
-        self.inner.wake.notify_one();
+        self.wake();
     }
 
     /// Stop on the client's behalf (MCP `notifications/cancelled`, a closed stream): like
@@ -121,11 +207,27 @@ impl Control {
     }
 
     pub fn is_paused(&self) -> bool {
-        self.lock().paused_at.is_some()
+        !self.lock().paused.is_empty()
+    }
+
+    /// Gives a run that was started without an event channel one, from its next event on
+    /// (a watcher joining late). Once: returns the channel the run has then (this one, or
+    /// one attached before).
+    pub fn attach_events(&self, tx: broadcast::Sender<Event>) -> broadcast::Sender<Event> {
+        self.inner.events.get_or_init(|| tx).clone()
+    }
+
+    /// The channel attached with [`Control::attach_events`]; reading it is one atomic load.
+    pub(crate) fn attached_events(&self) -> Option<&broadcast::Sender<Event>> {
+        self.inner.events.get()
     }
 
     pub(crate) fn cancelled(&self) -> &CancellationToken {
         &self.inner.cancel
+    }
+
+    fn wake(&self) {
+        self.inner.wake.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     fn lock(&self) -> MutexGuard<'_, DebugState> {
@@ -140,55 +242,78 @@ impl Control {
         self.inner.attention.store(attention, Ordering::Release);
     }
 
-    /// Called before every node. Returns `Some(reason)` when the run must pause here.
-    pub(crate) fn should_pause(&self, node_id: &str) -> Result<Option<&'static str>, Stopped> {
+    /// Called before every node of every line of execution. Returns `Some(reason)` when the
+    /// run must pause here. A breakpoint's condition is evaluated on `scope` (outside the lock);
+    /// one that fails to evaluate pauses, with the error as the reason.
+    pub(crate) fn should_pause<'s>(
+        &self,
+        node_id: &str,
+        scope: impl FnOnce() -> Scope<'s>,
+    ) -> Result<Option<String>, Stopped> {
         if !self.inner.attention.load(Ordering::Acquire) {
             return Ok(None);
         }
         let mut reason = None;
+        let mut condition = None;
         self.update(|s| {
             if s.stopped {
                 return;
             }
-            reason = if s.pause_next {
+            if s.pause_next {
                 s.pause_next = false;
-                Some("step")
+                reason = Some("step".to_owned());
             } else if s.pause_requested {
                 s.pause_requested = false;
-                Some("pause")
-            } else if s.breakpoints.contains(node_id) {
-                Some("breakpoint")
-            } else {
-                None
-            };
+                reason = Some("pause".to_owned());
+            } else if let Some(b) = s.breakpoints.get(node_id) {
+                match &b.compiled {
+                    None => reason = Some("breakpoint".to_owned()),
+                    Some(c) => condition = Some(c.clone()),
+                }
+            }
         });
         if self.lock().stopped {
             return Err(Stopped);
         }
+        if let Some(c) = condition {
+            reason = match c.evaluate(&scope()) {
+                Ok(v)
+                    if v.as_ref()
+                        .is_some_and(|v| mcpflow_expr::truthy(v.as_json())) =>
+                {
+                    Some("breakpoint".to_owned())
+                }
+                Ok(_) => None,
+                Err(e) => Some(format!("breakpoint condition failed: {e}")),
+            };
+        }
         Ok(reason)
     }
 
-    /// Waits, paused before `node_id`, until resumed, stepped or stopped.
-    pub(crate) async fn wait_paused(&self, index: usize, node_id: &str) -> Result<(), Stopped> {
-        self.update(|s| {
-            s.resume = false;
-            s.paused_at = Some((index, node_id.to_owned()));
-        });
-        loop {
-            {
-                let mut s = self.lock();
-                if s.stopped {
-                    s.paused_at = None;
-                    return Err(Stopped);
-                }
-                if s.resume {
-                    s.resume = false;
-                    s.paused_at = None;
-                    return Ok(());
-                }
-            }
-            // notify_one stores a permit, so a resume between the check and here is not lost.
-            self.inner.wake.notified().await;
+    /// Waits, paused before `here`, until resumed, stepped or stopped. `context` is the
+    /// context the node is about to read, kept for inspection while paused.
+    pub(crate) async fn wait_paused(&self, here: Here<'_>, context: Json) -> Result<(), Stopped> {
+        let line = PausedLine {
+            index: here.index,
+            node_id: here.node_id.to_owned(),
+            reason: here.reason,
+            branch: here.branch.map(str::to_owned),
+            item: here.item,
+            context,
+        };
+        let mut woken = {
+            let mut s = self.lock();
+            s.paused.push(line.clone());
+            s.paused_at = s.paused.first().map(|l| (l.index, l.node_id.clone()));
+            // Subscribed under the lock: a resume after this is seen, one before is not ours.
+            self.inner.wake.subscribe()
+        };
+        let stopped = self.lock().stopped || woken.changed().await.is_err() || self.lock().stopped;
+        let mut s = self.lock();
+        if let Some(i) = s.paused.iter().position(|l| *l == line) {
+            s.paused.remove(i);
         }
+        s.paused_at = s.paused.first().map(|l| (l.index, l.node_id.clone()));
+        if stopped { Err(Stopped) } else { Ok(()) }
     }
 }

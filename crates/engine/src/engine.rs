@@ -9,9 +9,11 @@ use mcpflow_expr::Limits;
 use mcpflow_model::{CompileErrors, Config};
 use mcpflow_upstream::UpstreamPool;
 
+use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
 use crate::graph::Graph;
+use crate::observe::{Observe, Started};
 use crate::request::RunRequest;
 use crate::run::{Executor, Run, RunEnd, RunStatus, or_empty};
 
@@ -38,6 +40,8 @@ pub(crate) struct Inner {
     predecessors: std::sync::Mutex<Vec<Engine>>,
     /// Distinguishes run ids of this process from those of another one.
     instance: u64,
+    /// Hears of every run's start and end; set once (see [`Engine::observe`]).
+    observer: std::sync::OnceLock<Arc<dyn Observe>>,
 }
 
 /// How many replaced engines a reloaded one keeps for their waiting sessions.
@@ -88,6 +92,7 @@ impl Engine {
                 next_run: AtomicU64::new(1),
                 predecessors: std::sync::Mutex::new(Vec::new()),
                 instance,
+                observer: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -99,6 +104,10 @@ impl Engine {
     pub fn succeed(&self, previous: &Engine) {
         if Arc::ptr_eq(&self.inner, &previous.inner) {
             return;
+        }
+        // Whoever watched the runs of the replaced engine watches this one's.
+        if let Some(observer) = previous.inner.observer.get() {
+            let _ = self.inner.observer.set(observer.clone());
         }
         // Taken, not copied: `previous` then holds no chain, so memory stays bounded.
         let mut kept = std::mem::take(&mut *lock(&previous.inner.predecessors));
@@ -143,6 +152,44 @@ impl Engine {
         self.inner.durability.get()
     }
 
+    /// Attaches the observer that hears of every run this engine (and the engines that
+    /// [`succeed`](Engine::succeed) it) starts and ends. Once per engine: a second call is
+    /// refused and returns the observer back.
+    pub fn observe(&self, observer: Arc<dyn Observe>) -> Result<(), Arc<dyn Observe>> {
+        self.inner.observer.set(observer)
+    }
+
+    /// Tells the observer, if any, that run `id` starts; gives `events` the channel it asks
+    /// for when the run has none.
+    pub(crate) fn observe_start(
+        &self,
+        id: &Arc<str>,
+        tool: &Arc<str>,
+        args: &serde_json::Value,
+        control: &Control,
+        events: &mut Option<tokio::sync::broadcast::Sender<Event>>,
+    ) {
+        let Some(observer) = self.inner.observer.get() else {
+            return;
+        };
+        let given = observer.started(Started {
+            id,
+            tool,
+            args,
+            control,
+            events: events.as_ref(),
+        });
+        if events.is_none() {
+            *events = given;
+        }
+    }
+
+    pub(crate) fn observe_end(&self, run: &Run) {
+        if let Some(observer) = self.inner.observer.get() {
+            observer.ended(run);
+        }
+    }
+
     pub(crate) fn next_id(&self) -> Arc<str> {
         let n = self.inner.next_run.fetch_add(1, Ordering::Relaxed);
         format!("{:08x}-{n}", self.inner.instance as u32).into()
@@ -175,10 +222,11 @@ impl Engine {
         let RunRequest {
             args,
             control,
-            events,
+            mut events,
             ..
         } = request;
         let tool: Arc<str> = graph.name().into();
+        self.observe_start(&id, &tool, &args, &control, &mut events);
         if let Some(tx) = &events {
             let _ = tx.send(Event::RunStarted {
                 run_id: id.clone(),
@@ -201,7 +249,7 @@ impl Engine {
         // Only a durable run can wait: an await node without a store fails instead.
         let result = chain.and_then(|c| c.output(None)).map(or_empty);
         let status = RunStatus::of(&result, &control);
-        if let Some(tx) = &events {
+        if let Some(tx) = events.as_ref().or(control.attached_events()) {
             let _ = tx.send(Event::RunFinished { status });
         }
         let run = Run {
@@ -214,6 +262,7 @@ impl Engine {
         if let (Some(durability), Some((args, started_at))) = (self.durability(), saved_args) {
             durability.save_plain(graph, args, started_at, &run);
         }
+        self.observe_end(&run);
         run
     }
 }

@@ -39,7 +39,14 @@ pub enum Event {
     Paused {
         index: usize,
         node_id: Arc<str>,
-        reason: &'static str,
+        /// `breakpoint`, `pause`, `step`, or why a breakpoint's condition failed.
+        reason: String,
+        /// The `parallel` branch it paused in.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        branch: Option<Arc<str>>,
+        /// The `foreach` item it paused in.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        item: Option<usize>,
     },
     Resumed,
     #[serde(rename_all = "camelCase")]

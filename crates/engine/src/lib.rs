@@ -13,7 +13,9 @@
 //! [`Event`]s to observers. Every run starts from a [`RunRequest`] through [`Engine::run`]
 //! ([`Engine::spawn`] runs it in the background) and ends [`RunEnd::Finished`] or
 //! [`RunEnd::Waiting`] for its client. Debug [`Control`]: breakpoints, pause, resume, step and
-//! stop.
+//! stop, in the main flow and in branches and items alike; a breakpoint may carry a JSONata
+//! condition on the context. An [`Observe`]r attached to the engine hears of every run's start
+//! and end (the HTTP run API's registry of live runs).
 //!
 //! Resilience (mcpflow extensions, see the README's config reference): every node may have
 //! `timeoutMs`, `retry` (exponential backoff; only timeouts, transport errors and, if asked,
@@ -40,6 +42,7 @@ mod frame;
 mod graph;
 mod history;
 mod nodes;
+mod observe;
 mod offload;
 mod output;
 mod request;
@@ -48,7 +51,7 @@ mod run;
 mod schema;
 
 pub use compile::check;
-pub use control::{Control, DebugState};
+pub use control::{Breakpoint, Control, DebugState, PausedLine};
 pub use durable::{Durability, SessionError};
 pub use engine::{Engine, MAX_PREDECESSORS, ToolInfo};
 pub use error::{RunError, RunErrorKind};
@@ -57,9 +60,10 @@ pub use graph::Graph;
 pub use history::{History, Parent, Record};
 pub use mcpflow_model::{CompileError, CompileErrors};
 pub use nodes::await_node::{Answer, Ask, Suspension};
+pub use observe::{Observe, Started};
 pub use output::mcp_output;
 pub use request::{RunHandle, RunRequest};
 pub use run::{Run, RunEnd, RunStatus, Waiting};
 pub use schema::{SchemaError, SchemaValidator};
 
-pub use mcpflow_expr::Value;
+pub use mcpflow_expr::{ExprError, Value};

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
 
-use crate::control::Control;
+use crate::control::{Control, Here};
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
 use crate::frame::Frame;
@@ -289,8 +289,13 @@ impl<'a> Executor<'a> {
     }
 
     pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
-        // Building an event clones a record: skip it when nobody listens.
-        if let Some(tx) = self.shared.events
+        // Building an event clones a record: skip it when nobody listens. A run without a
+        // channel pays one atomic load here (a channel attached later, see `Control`).
+        let tx = match self.shared.events {
+            Some(tx) => Some(tx),
+            None => self.shared.control.attached_events(),
+        };
+        if let Some(tx) = tx
             && tx.receiver_count() > 0
         {
             let _ = tx.send(event());
@@ -357,27 +362,35 @@ impl<'a> Executor<'a> {
                 let id = &*step.id;
                 self.check_limits(id)?;
                 let index = frame.len();
-                if frame.is_main() {
-                    match shared.control.should_pause(id) {
-                        Err(_) => return Err(self.stop_error(id)),
-                        Ok(Some(reason)) => {
-                            self.emit(|| Event::Paused {
-                                index,
-                                node_id: step.id.clone(),
-                                reason,
-                            });
-                            shared
-                                .control
-                                .wait_paused(index, id)
-                                .await
-                                .map_err(|_| self.stop_error(id))?;
-                            self.emit(|| Event::Resumed);
-                        }
-                        Ok(None) => {}
+                // Debug control reaches every line: the main flow, branches and items.
+                match shared.control.should_pause(id, || self.scope(frame)) {
+                    Err(_) => return Err(self.stop_error(id)),
+                    Ok(Some(reason)) => {
+                        let parent = frame.parent.as_ref();
+                        let branch = parent.and_then(|p| p.branch.clone());
+                        let item = parent.and_then(|p| p.item);
+                        self.emit(|| Event::Paused {
+                            index,
+                            node_id: step.id.clone(),
+                            reason: reason.clone(),
+                            branch: branch.clone(),
+                            item,
+                        });
+                        let here = Here {
+                            index,
+                            node_id: id,
+                            reason,
+                            branch: branch.as_deref(),
+                            item,
+                        };
+                        shared
+                            .control
+                            .wait_paused(here, frame.context.to_json())
+                            .await
+                            .map_err(|_| self.stop_error(id))?;
+                        self.emit(|| Event::Resumed);
                     }
-                } else if shared.control.cancelled().is_cancelled() {
-                    // Debug pauses apply to the main flow only; a stop reaches every branch.
-                    return Err(self.stop_error(id));
+                    Ok(None) => {}
                 }
                 self.emit(|| Event::NodeStarted {
                     index,

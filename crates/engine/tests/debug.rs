@@ -39,12 +39,13 @@ async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
         index,
         node_id,
         reason,
+        ..
     } = paused
     else {
         unreachable!()
     };
     assert_eq!(
-        (index, &*node_id, reason),
+        (index, &*node_id, reason.as_str()),
         (2, "check_condition", "breakpoint")
     );
     assert!(control.is_paused());
@@ -66,11 +67,15 @@ async fn breakpoint_pauses_before_the_node_then_step_and_resume() {
         index,
         node_id,
         reason,
+        ..
     } = paused
     else {
         unreachable!()
     };
-    assert_eq!((index, &*node_id, reason), (3, "increment_node", "step"));
+    assert_eq!(
+        (index, &*node_id, reason.as_str()),
+        (3, "increment_node", "step")
+    );
 
     control.resume();
     let run = handle.wait().await;
@@ -108,7 +113,7 @@ async fn pause_request_pauses_at_the_next_node() {
     else {
         unreachable!()
     };
-    assert_eq!((index, reason), (0, "pause"));
+    assert_eq!((index, reason.as_str()), (0, "pause"));
     control.resume();
     assert_eq!(handle.wait().await.status, RunStatus::Succeeded);
 }

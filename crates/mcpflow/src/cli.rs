@@ -41,6 +41,8 @@ enum Sub {
     Serve(ServeArgs),
     /// Run one tool once and print its result as JSON.
     Run(RunArgs),
+    /// Run one tool under a debugger: paused at its start, breakpoints, step, print, history.
+    Debug(DebugArgs),
     /// Check a config; print a summary, or every error with file:line:col.
     Validate(ValidateArgs),
     /// Evaluate a JSONata expression (or a JSON Logic rule with --logic).
@@ -145,6 +147,23 @@ pub struct RunArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct DebugArgs {
+    /// The graph config (YAML).
+    pub config: PathBuf,
+    /// The tool to run.
+    pub tool: String,
+    /// The tool's arguments as a JSON object (`@file.json` reads a file).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// A breakpoint: `NODE`, or `NODE:CONDITION` (JSONata over the context). Repeatable.
+    #[arg(long = "break", value_name = "NODE[:CONDITION]")]
+    pub breaks: Vec<String>,
+    /// An `mcp.json` whose `mcpServers` are merged in.
+    #[arg(short = 'm', long = "mcp", value_name = "MCP_JSON")]
+    pub mcp: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct EvalArgs {
     /// A JSONata expression, or with --logic a JSON Logic rule (JSON).
     pub expr: String,
@@ -165,6 +184,7 @@ pub struct EvalArgs {
 pub enum Command {
     Serve(ServeArgs),
     Run(RunArgs),
+    Debug(DebugArgs),
     Validate(ValidateArgs),
     Eval(EvalArgs),
     Migrate(crate::migrate::MigrateArgs),
@@ -180,6 +200,7 @@ impl Cli {
         match (self.command, self.graph) {
             (Some(Sub::Serve(a)), _) => Ok(Command::Serve(a)),
             (Some(Sub::Run(a)), _) => Ok(Command::Run(a)),
+            (Some(Sub::Debug(a)), _) => Ok(Command::Debug(a)),
             (Some(Sub::Validate(a)), _) => Ok(Command::Validate(a)),
             (Some(Sub::Eval(a)), _) => Ok(Command::Eval(a)),
             (Some(Sub::Schema), _) => Ok(Command::Schema),

@@ -13,6 +13,7 @@ static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
     mcpflow_expr::Metered::new(mimalloc::MiMalloc);
 
 mod cli;
+mod debug;
 mod eval;
 mod load;
 mod migrate;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         match command {
             Command::Serve(args) => serve::serve(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Debug(args) => debug::debug(args).await,
             Command::Validate(args) => load::validate(args).await,
             Command::Eval(args) => eval::eval(args),
             Command::Migrate(args) => migrate::migrate(args),

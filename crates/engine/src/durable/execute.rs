@@ -146,10 +146,15 @@ impl Engine {
             run_id,
             start,
             claim,
-            request,
+            mut request,
         } = execution;
         let id: Arc<str> = run_id.as_str().into();
         let tool: Arc<str> = graph.name().into();
+        let args = match &start {
+            Start::Fresh(args) => args,
+            Start::Resumed(..) => &Json::Null,
+        };
+        self.observe_start(&id, &tool, args, &request.control, &mut request.events);
         if let Some(tx) = &request.events {
             let _ = tx.send(Event::RunStarted {
                 run_id: id.clone(),
@@ -197,16 +202,19 @@ impl Engine {
             RunEnd::Waiting(_) => RunStatus::Waiting,
             RunEnd::Finished(result) => RunStatus::of(result, &request.control),
         };
-        if let Some(tx) = &request.events {
+        let attached = request.control.attached_events();
+        if let Some(tx) = request.events.as_ref().or(attached) {
             let _ = tx.send(Event::RunFinished { status });
         }
-        Run {
+        let run = Run {
             id,
             tool,
             status,
             end,
             history,
-        }
+        };
+        self.observe_end(&run);
+        run
     }
 }
 

@@ -4,7 +4,8 @@
 //! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, resumption with
 //! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
 //! every route (`guard`), bounds the sessions (`sessions`) and the connections (`conns`: header
-//! deadline, a cap below the open-file limit), routes and shuts down gracefully.
+//! deadline, a cap below the open-file limit), routes and shuts down gracefully. The run API
+//! (`mcpflow_api`, under `/api`) is mounted behind the same guard when the options carry it.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -51,6 +52,8 @@ pub struct HttpOptions {
     pub limits: HttpLimits,
     /// What `/readyz` asks besides "not shutting down"; none means always ready.
     pub readiness: Option<ReadinessCheck>,
+    /// The run API (`/api/...`), mounted behind the same guard as `/mcp`.
+    pub api: Option<mcpflow_api::Api>,
 }
 
 /// Bounds on what clients can make the server hold.
@@ -195,11 +198,14 @@ impl HttpListener {
             sessions.child_token(),
         ));
         let guard_state = Arc::new(Guard::new(&options));
-        let protocol = Router::new()
+        let mut protocol = Router::new()
             .nest_service("/mcp", mcp)
             .route("/sse", get(sse::open))
             .route("/message", post(sse::post))
             .with_state(legacy);
+        if let Some(api) = &options.api {
+            protocol = protocol.merge(api.router());
+        }
         let ready = stopping.clone();
         let readiness = options.readiness.clone();
         let app = protocol.route("/healthz", get(|| async { "ok\n" })).route(

@@ -1,0 +1,170 @@
+//! mcpflow's HTTP run API: watch, start and debug runs over plain JSON and SSE, described by
+//! an OpenAPI 3.1 document (`openapi.json` beside this crate, served at `/api/openapi.json`).
+//!
+//! ```ignore
+//! let api = Api::new(move || live.current().engine().clone(), |_pointer| None);
+//! api.attach(&engine);                  // hear of every run the engine starts
+//! let app = router.merge(api.router()); // `server` mounts it behind its Host/Origin guard
+//! ```
+//!
+//! What it offers: runs listed (live ones from the [`Registry`], ended ones from it and from
+//! the engine's store), one run with its history and per-node timing, the context at any
+//! history index, a live event stream of one run and of all runs, graph tools as drawable
+//! graphs, runs started with debug options, pause/resume/step/stop, breakpoints (conditional
+//! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled.
+//!
+//! **What it costs when nobody listens.** The engine's [`Observe`](mcpflow_engine::Observe)
+//! hook registers each run (an entry in a map and a `Control` handle) at its start and removes
+//! it at its end: per run, never per node. A run gets an event channel from this API only when
+//! it is recorded: started here, watched, or started while someone watches all runs. Until
+//! then the engine builds no event for it (per event it could emit, one atomic load finds that
+//! no channel was attached); nothing is cloned, serialised or kept, and an ended run is kept
+//! in memory only if it was recorded. A server without `--http` has no registry at all.
+//!
+//! **Bounded memory.** A recorded run's events are serialised once into a log of at most
+//! [`registry::LOG_LIMIT`] events and [`registry::LOG_BYTES`] bytes, shared by its watchers;
+//! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
+//! event that says why; the stream of all runs drops one that falls behind its channel.
+//!
+//! This crate frames no MCP message; `server` mounts its router.
+
+mod debug;
+mod error;
+mod graph;
+mod http;
+pub mod registry;
+mod runs;
+mod sessions;
+mod stream;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use mcpflow_engine::{Engine, Observe};
+
+pub use error::ApiError;
+pub use registry::Registry;
+
+/// The OpenAPI 3.1 document of this API.
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Where a node of a graph tool is written: a JSON pointer into the config, and its place in
+/// the file when known.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Position {
+    pub file: String,
+    pub line: u32,
+    pub col: u32,
+}
+
+type EngineSource = dyn Fn() -> Engine + Send + Sync;
+type Locate = dyn Fn(&str) -> Option<Position> + Send + Sync;
+
+/// The run API of one server. Cheap to clone.
+#[derive(Clone)]
+pub struct Api {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Box<EngineSource>,
+    locate: Box<Locate>,
+    registry: Arc<Registry>,
+}
+
+impl Api {
+    /// An API over the engine `engine` returns: the current one (a reload replaces it).
+    /// `locate` places graph nodes in the config file, from a JSON pointer
+    /// (`/tools/0/nodes/2`); the drawable graphs carry it (`|_| None` when unknown).
+    pub fn new(
+        engine: impl Fn() -> Engine + Send + Sync + 'static,
+        locate: impl Fn(&str) -> Option<Position> + Send + Sync + 'static,
+    ) -> Api {
+        Api {
+            inner: Arc::new(Inner {
+                engine: Box::new(engine),
+                locate: Box::new(locate),
+                registry: Registry::new(),
+            }),
+        }
+    }
+
+    /// Makes every run of `engine` (and of the engines that succeed it on a reload) known to
+    /// this API. Once per engine; an engine already observed keeps its observer.
+    pub fn attach(&self, engine: &Engine) {
+        let observer: Arc<dyn Observe> = Arc::new(registry::Hook(self.inner.registry.clone()));
+        if engine.observe(observer).is_err() {
+            tracing::debug!("the engine is already observed; the run API sees its runs there");
+        }
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    pub(crate) fn engine(&self) -> Engine {
+        (self.inner.engine)()
+    }
+
+    pub(crate) fn locate(&self, pointer: &str) -> Option<Position> {
+        (self.inner.locate)(pointer)
+    }
+
+    /// The routes, all under `/api`.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/api/openapi.json", get(openapi))
+            .route("/api/tools", get(graph::list_tools))
+            .route("/api/tools/{tool}/graph", get(graph::tool_graph))
+            .route("/api/runs", get(runs::list).post(runs::start))
+            .route("/api/runs/{id}", get(runs::show))
+            .route("/api/runs/{id}/context", get(runs::context))
+            .route("/api/runs/{id}/events", get(events_of_run))
+            .route("/api/events", get(events_of_all))
+            .route("/api/runs/{id}/pause", post(debug::pause))
+            .route("/api/runs/{id}/resume", post(debug::resume))
+            .route("/api/runs/{id}/step", post(debug::step))
+            .route("/api/runs/{id}/stop", post(debug::stop))
+            .route("/api/runs/{id}/breakpoints", get(debug::breakpoints))
+            .route(
+                "/api/runs/{id}/breakpoints/{node}",
+                delete(debug::clear_breakpoint).put(debug::set_breakpoint),
+            )
+            .route("/api/sessions", get(sessions::list))
+            .route(
+                "/api/sessions/{id}/continue",
+                post(sessions::continue_session),
+            )
+            .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
+            .layer(axum::middleware::map_response(error::as_json))
+            .with_state(self.clone())
+    }
+}
+
+async fn openapi() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
+        .into_response()
+}
+
+async fn events_of_run(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    match api.registry().get(&id) {
+        Some(run) => stream::run_stream(api.registry(), run),
+        None => ApiError::not_found(format!(
+            "no live or recently watched run {id:?}: only those have an event stream (GET \
+             /api/runs/{id} shows a stored run's history)"
+        ))
+        .into_response(),
+    }
+}
+
+async fn events_of_all(State(api): State<Api>, RawQuery(_): RawQuery) -> Response {
+    stream::all_stream(api.registry())
+}
