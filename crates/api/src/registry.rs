@@ -16,6 +16,9 @@ use mcpflow_engine::{Control, Event, Observe, Record, Run, RunStatus, Started};
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
 
+
+/// The frames a watcher missed and, unless the run ended, a subscription to what follows.
+pub type CatchUp = (Vec<Arc<Frame>>, Option<broadcast::Receiver<Arc<Frame>>>);
 /// Events a run's channel holds for its recorder (the engine's side).
 const RUN_CHANNEL: usize = 1024;
 /// Events a watcher's channel holds; one that falls further behind catches up from the log.
@@ -410,10 +413,7 @@ impl LiveRun {
     /// What the log holds after frame `seq` and a subscription to what follows, taken
     /// together (a watcher that fell behind its channel catches up here); `None` when frames
     /// after `seq` were already dropped from the log.
-    pub fn resubscribe(
-        &self,
-        seq: u64,
-    ) -> Option<(Vec<Arc<Frame>>, Option<broadcast::Receiver<Arc<Frame>>>)> {
+    pub fn resubscribe(&self, seq: u64) -> Option<CatchUp> {
         let log = lock(&self.log);
         if seq < log.dropped_upto {
             return None;

@@ -62,21 +62,15 @@ async fn list_runs(api: &Api, q: &Query) -> Result<Json, ApiError> {
     let mut runs = Vec::new();
     for r in api.registry().runs() {
         let s = r.status();
-        if keep(&*r.tool, &s, r.started_at) {
+        if keep(&r.tool, &s, r.started_at) {
             runs.push(r.summary());
         }
         seen.insert(r.id.to_string());
     }
     let engine = api.engine();
     if let Some(d) = engine.durability() {
-        let stored_status = match status {
-            Some(s) => match s.parse::<StoredStatus>() {
-                Ok(s) => Some(s),
-                // `paused`, `stopped`: only live or in-memory runs have them.
-                Err(_) => None,
-            },
-            None => None,
-        };
+        // `paused`, `stopped`: only live or in-memory runs have them.
+        let stored_status = status.and_then(|s| s.parse::<StoredStatus>().ok());
         let only_memory = status.is_some() && stored_status.is_none();
         if !only_memory {
             let filter = RunFilter {

@@ -38,9 +38,9 @@ tools:
 async fn next_paused(rx: &mut Receiver<Event>) -> Event {
     timeout(Duration::from_secs(10), async {
         loop {
-            match rx.recv().await.expect("event stream open") {
-                e @ Event::Paused { .. } => return e,
-                _ => {}
+            let e = rx.recv().await.expect("event stream open");
+            if matches!(e, Event::Paused { .. }) {
+                return e;
             }
         }
     })
