@@ -16,7 +16,6 @@ use mcpflow_engine::{Control, Event, Observe, Record, Run, RunStatus, Started};
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
 
-
 /// The frames a watcher missed and, unless the run ended, a subscription to what follows.
 pub type CatchUp = (Vec<Arc<Frame>>, Option<broadcast::Receiver<Arc<Frame>>>);
 /// Events a run's channel holds for its recorder (the engine's side).

@@ -43,7 +43,11 @@ async fn on_mcpgraph(file: &Path, tool: &str, args: Value, path: &Path) -> Value
     .await
     .expect("mcpGraph 0.1.23 initializes");
     let result = call(&client, tool, args).await;
-    assert_ne!(result.is_error, Some(true), "mcpGraph 0.1.23 failed: {result:?}");
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "mcpGraph 0.1.23 failed: {result:?}"
+    );
     let value = result
         .structured_content
         .clone()

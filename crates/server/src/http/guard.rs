@@ -169,9 +169,9 @@ fn host_of(authority: &str) -> &str {
         return match rest.split_once(']') {
             Some((addr, "")) => addr,
             Some((addr, port))
-                if port.strip_prefix(':').is_some_and(|p| {
-                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
-                }) =>
+                if port
+                    .strip_prefix(':')
+                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
             {
                 addr
             }
