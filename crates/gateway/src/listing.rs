@@ -50,7 +50,9 @@ type Listed = Vec<(Arc<str>, Result<Arc<Vec<Arc<Exposed>>>, String>)>;
 
 /// At start, how long [`Gateway::check_names`] waits for the upstreams to answer. One that
 /// takes longer starts on in the background; its tools come with a list change.
-const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+// 10 s: an `npx` server from the cache starts in 1–5 s on a loaded machine, and a first listing
+// without its tools surprises a client that lists once; a stuck one costs this once, at start.
+const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Gateway {
     /// Starts every upstream, waits for them (at most a few seconds: a stuck one must not

@@ -68,7 +68,20 @@ async fn three_npm_upstreams_are_listed_and_called_through_one_endpoint() {
     );
     let client = connect(&["serve", path.to_str().expect("utf-8")], None).await;
 
-    let tools = client.list_all_tools().await.expect("tools/list");
+    // An npx upstream may take longer than `serve`'s start patience: its tools join the list
+    // (with `tools/list_changed`) once it answers, so list until all three are in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let tools = loop {
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let upstreams = ["ev__", "fs__", "mem."]
+            .iter()
+            .filter(|p| tools.iter().any(|t| t.name.starts_with(*p)))
+            .count();
+        if upstreams == 3 || std::time::Instant::now() > deadline {
+            break tools;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
     let mut names: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
     names.sort_unstable();
     assert_eq!(

@@ -158,7 +158,7 @@ tools:
     inputSchema: { type: object }
     nodes:
       - { id: start, type: entry, next: count }
-      - { id: count, type: transform, transform: { expr: "$count([1..$.start.n].[1..$.start.n])" }, next: end }
+      - { id: count, type: transform, transform: { expr: "( $n := $.start.n; $count([1..$n].[1..$n]) )" }, next: end }
       - { id: end, type: exit }
   - name: cheap
     inputSchema: { type: object }
