@@ -9,6 +9,7 @@ use tokio::sync::broadcast::Receiver;
 use tokio::time::timeout;
 
 const TOOLS: &str = r#"
+version: "1.0"
 server: { name: dbg, version: "1.0.0" }
 mcpServers: {}
 tools:

@@ -112,7 +112,8 @@ async fn without_input_the_script_sees_the_context_and_downstream_reads_its_outp
         rec.input, None,
         "the whole context is not copied into the record"
     );
-    assert_eq!(rec.logs, Some(vec!["warn: keys entry,first".to_owned()]));
+    // The context lists the most recently executed node first, as mcpGraph's does.
+    assert_eq!(rec.logs, Some(vec!["warn: keys first,entry".to_owned()]));
     assert_eq!(
         ok(&engine, "module", json!({"word": "hello"})).await,
         json!(5)

@@ -56,6 +56,10 @@ async fn on_mcpgraph(file: &Path, tool: &str, args: Value, path: &Path) -> Value
     value
 }
 
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8")
+}
+
 /// The same call through `mcpflow run`.
 fn on_mcpflow(file: &Path, tool: &str, args: &Value) -> Value {
     let out = cli(
@@ -81,7 +85,9 @@ fn migrated(file: &Path, dir: &Path) -> PathBuf {
     path
 }
 
-async fn same_everywhere(name: &str, tool: &str, args: Value, expected: Value) {
+/// `recognised`: whether the file shows it is 0.1.23's (a switch routing by `target:`), so
+/// that mcpflow runs it with 0.1.23's meaning; otherwise it warns.
+async fn same_everywhere(name: &str, tool: &str, args: Value, expected: Value, recognised: bool) {
     let file = bench(name);
     let bins = common::fixture()
         .parent()
@@ -104,11 +110,32 @@ async fn same_everywhere(name: &str, tool: &str, args: Value, expected: Value) {
         .expect("write");
         local
     };
-    assert_eq!(
-        on_mcpflow(&config(&file), tool, &args),
-        reference,
-        "mcpflow on {name}"
-    );
+    if recognised {
+        assert_eq!(
+            on_mcpflow(&config(&file), tool, &args),
+            reference,
+            "mcpflow on {name}"
+        );
+    } else {
+        // Nothing in the file says 0.1.23 (no `target:`): mcpflow keeps the current meaning
+        // and says, at the argument, what 0.1.23 did and how to migrate.
+        let out = cli(
+            &[
+                "run",
+                path_str(&config(&file)),
+                tool,
+                "--args",
+                &args.to_string(),
+            ],
+            None,
+        );
+        let said = stderr(&out);
+        assert!(
+            said.contains("mcpGraph 0.1.23 evaluated it as JSONata")
+                && said.contains("mcpflow migrate"),
+            "{said}"
+        );
+    }
     let moved = migrated(&file, dir.path());
     assert_eq!(
         on_mcpflow(&config(&moved), tool, &args),
@@ -125,6 +152,7 @@ async fn a_switch_routing_by_target_runs_as_on_mcpgraph_0_1_23() {
         "sum_to_n",
         json!({"n": 7}),
         json!({"sum": 28}),
+        true,
     )
     .await;
 }
@@ -136,6 +164,7 @@ async fn a_dollar_string_argument_is_an_expression_as_on_mcpgraph_0_1_23() {
         "echo_graph",
         json!({"x": 21}),
         json!({"x": 21, "doubled": 42}),
+        false,
     )
     .await;
 }
