@@ -315,7 +315,15 @@ tools: []
     let (_dir, client) = support::serve_yaml(&yaml).await;
     assert_eq!(support::tool_names(&client).await, [FIND, CALL]);
 
-    let found = structured(&call(&client, FIND, json!({"query": "list directory"})).await);
+    // An npx server slower than the start's patience is searched once it answers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let found = loop {
+        let found = structured(&call(&client, FIND, json!({"query": "list directory"})).await);
+        if found["total"] != 0 || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
     assert_eq!(found["results"][0]["name"], "fs__list_directory", "{found}");
     assert_eq!(found["results"][0]["server"], "filesystem");
     assert!(
