@@ -39,8 +39,10 @@ fn the_run_api_conforms_to_its_openapi_document() {
             "examples,coverage,fuzzing",
             "--max-examples",
             "40",
+            // One worker: with two, hypothesis's lambda-source cache raced once ("AST
+            // constructor recursion depth mismatch", a runtime error of the tool, not a finding).
             "--workers",
-            "2",
+            "1",
             "--request-timeout",
             "10",
             "--seed",
