@@ -79,25 +79,7 @@ fn value(samples: &[Value], name: &str, labels: Value) -> f64 {
 }
 
 async fn call(http: &reqwest::Client, url: &str, id: u64, name: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-    "name": name, "arguments": arguments,
-    "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "metrics-test", "version": "0.0.0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }}});
-    let response = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("tools/call sent");
-    http_common::message(&response.text().await.expect("body"))
+    http_common::stateless_call(http, url, id, (name, arguments), json!({}), &[]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,7 +242,10 @@ async fn metrics_can_be_switched_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_has_its_own_metrics_listener() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = write(dir.path(), "telemetry: { metrics: { address: \"127.0.0.1:0\" } }\n");
+    let config = write(
+        dir.path(),
+        "telemetry: { metrics: { address: \"127.0.0.1:0\" } }\n",
+    );
     let mut child = tokio::process::Command::new(http_common::mcpflow())
         .args(["serve", config.to_str().expect("utf-8")])
         .stdin(std::process::Stdio::piped())

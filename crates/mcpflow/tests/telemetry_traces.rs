@@ -167,27 +167,17 @@ tools:
 
 /// A 2026-07-28 `tools/call` with the caller's trace context in the HTTP header.
 async fn call_twice(url: &str, traceparent: &str) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": "twice", "arguments": {"a": 40},
-    "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "trace-test", "version": "0.0.0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }}});
-    let response = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "twice")
-        .header("traceparent", traceparent)
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("tools/call sent");
-    let text = response.text().await.expect("body");
-    http_common::message(&text)
+    let http = reqwest::Client::new();
+    let call = ("twice", json!({"a": 40}));
+    http_common::stateless_call(
+        &http,
+        url,
+        1,
+        call,
+        json!({}),
+        &[("traceparent", traceparent)],
+    )
+    .await
 }
 
 /// Spans until `enough` holds of them, within 30 s.
@@ -339,26 +329,12 @@ async fn meta_traceparent_and_recorded_arguments() {
     std::fs::write(&path, yaml).expect("config");
     let server = http_common::start_with_env(&path, &[], &[("OTEL_BSP_SCHEDULE_DELAY", "50")]);
 
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-    "name": "twice", "arguments": {"a": 1},
-    "_meta": {
-        "traceparent": format!("00-{TRACE}-{CLIENT_SPAN}-01"),
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "trace-test", "version": "0.0.0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }}});
-    let response = reqwest::Client::new()
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "twice")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("sent");
-    assert!(response.status().is_success());
+    let meta = json!({"traceparent": format!("00-{TRACE}-{CLIENT_SPAN}-01")});
+    let http = reqwest::Client::new();
+    let answer =
+        http_common::stateless_call(&http, &server.url, 7, ("twice", json!({"a": 1})), meta, &[])
+            .await;
+    assert!(answer.get("result").is_some(), "{answer}");
     let spans = collect(&mut rx, |s| s.iter().any(|s| s.name == "tools/call twice")).await;
     let request = one(&spans, "tools/call twice");
     assert_eq!(request.trace_id, TRACE);

@@ -112,22 +112,13 @@ fn request_span(
     if !trace::on() {
         return Span::none();
     }
-    // The span name the MCP semantic conventions give: `{method} {target}`.
-    let name = match tool {
-        Some(tool) => format!("{method} {tool}"),
-        None => method.to_owned(),
-    };
     let arguments = arguments
         .filter(|_| trace::record_arguments())
         .and_then(|a| serde_json::to_string(a).ok());
-    let span = mcpflow_telemetry::span!(
-        "mcp.server.request",
-        otel.name = name,
-        otel.kind = "server",
-        otel.status_code = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-        mcp.method.name = method,
-        gen_ai.tool.name = tool,
+    let span = mcpflow_telemetry::mcp_span!(
+        "server",
+        method,
+        tool,
         gen_ai.operation.name = tool.map(|_| "execute_tool"),
         jsonrpc.request.id = %context.id,
         mcp.tool.arguments = arguments.as_deref().map(trace::bounded),

@@ -33,6 +33,33 @@ macro_rules! span {
     };
 }
 
+/// The span of an MCP request, served (`"server"`) or sent upstream (`"client"`), as the MCP
+/// semantic conventions name it (`{method} {tool}`), with its status and error fields to
+/// record at the end, and more fields after the tool.
+#[macro_export]
+macro_rules! mcp_span {
+    ($kind:literal, $method:expr, $tool:expr $(, $($fields:tt)*)?) => {
+        $crate::span!(
+            "mcp.request",
+            otel.name = $crate::trace::span_name($method, $tool),
+            otel.kind = $kind,
+            otel.status_code = ::tracing::field::Empty,
+            error.type = ::tracing::field::Empty,
+            mcp.method.name = $method,
+            gen_ai.tool.name = $tool
+            $(, $($fields)*)?
+        )
+    };
+}
+
+/// `{method} {tool}`, or the method alone.
+pub fn span_name(method: &str, tool: Option<&str>) -> String {
+    match tool {
+        Some(tool) => format!("{method} {tool}"),
+        None => method.to_owned(),
+    }
+}
+
 /// Whether spans are exported: when not, skip building what only a span would carry.
 #[inline]
 pub fn on() -> bool {

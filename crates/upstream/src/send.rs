@@ -134,20 +134,7 @@ impl Upstream {
             ClientRequest::CallToolRequest(call) => Some(&*call.params.name),
             _ => None,
         };
-        let name = match tool {
-            Some(tool) => format!("{method} {tool}"),
-            None => method.to_owned(),
-        };
-        mcpflow_telemetry::span!(
-            "mcp.client.request",
-            otel.name = name,
-            otel.kind = "client",
-            otel.status_code = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            mcp.method.name = method,
-            gen_ai.tool.name = tool,
-            mcpflow.upstream = &*self.name,
-        )
+        mcpflow_telemetry::mcp_span!("client", method, tool, mcpflow.upstream = &*self.name)
     }
 
     async fn send_unobserved(

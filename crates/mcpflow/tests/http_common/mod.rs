@@ -150,3 +150,41 @@ pub fn message(body: &str) -> serde_json::Value {
         .unwrap_or(body.trim());
     serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
+
+/// A `tools/call` of the 2026-07-28 era (no `initialize`, the client's context in `_meta`) as
+/// raw JSON-RPC over HTTP, with `meta` and `headers` added; returns the JSON-RPC message.
+pub async fn stateless_call(
+    http: &reqwest::Client,
+    url: &str,
+    id: u64,
+    (name, arguments): (&str, serde_json::Value),
+    meta: serde_json::Value,
+    headers: &[(&str, &str)],
+) -> serde_json::Value {
+    let mut context = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "mcpflow-test", "version": "0.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if let (Some(context), Some(meta)) = (context.as_object_mut(), meta.as_object()) {
+        context.extend(meta.clone());
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": context}});
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("tools/call sent");
+    message(&response.text().await.expect("response body"))
+}
