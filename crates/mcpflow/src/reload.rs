@@ -25,6 +25,9 @@ pub struct Reloader {
     live: OnceLock<LiveServer>,
     running: tokio::sync::Mutex<Running>,
     saving: tokio::sync::Mutex<()>,
+    /// Where the served config's values are written, for the run API's drawable graphs:
+    /// replaced with the config on each reload.
+    sources: std::sync::RwLock<Arc<mcpflow_config::SourceMap>>,
 }
 
 struct Running {
@@ -41,8 +44,10 @@ impl Reloader {
         engine: Engine,
         upkeep: Option<JoinHandle<()>>,
     ) -> Arc<Reloader> {
+        let sources = std::sync::RwLock::new(Arc::new(loaded.sources.clone()));
         Arc::new_cyclic(|me| Reloader {
             me: me.clone(),
+            sources,
             args: clone_args(args),
             owner,
             live: OnceLock::new(),
@@ -78,6 +83,14 @@ impl Reloader {
     /// Whether the tool list can change while serving (saves are on).
     pub fn reloads(loaded: &Loaded) -> bool {
         loaded.config.authoring.is_some_and(|a| a.save())
+    }
+
+    /// Positions in the config being served (the one loaded last).
+    pub fn sources(&self) -> Arc<mcpflow_config::SourceMap> {
+        self.sources
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn serve(&self, live: LiveServer) {
@@ -139,6 +152,7 @@ impl Reloader {
             tools = loaded.config.tools.len(),
             "serving the config as saved"
         );
+        *self.sources.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded.sources.clone());
         *running = Running {
             loaded,
             engine,

@@ -100,7 +100,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             let mut options = HttpOptions::from_config(loaded.config.http.as_ref());
             options.allowed_hosts.extend(args.allowed_hosts);
             options.readiness = Some(upstreams_answer(pool.clone()));
-            options.api = Some(run_api(&live, &loaded));
+            options.api = Some(run_api(&live, reloader.clone()));
             serve_http(live, addr, options).await
         }
     };
@@ -117,18 +117,20 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
 }
 
 /// The HTTP run API over the live server's current engine, hearing of every run from now on.
-/// Node positions are those of the config as loaded at start.
-fn run_api(live: &LiveServer, loaded: &mcpflow_config::Loaded) -> mcpflow_api::Api {
+/// Node positions are those of the config served now (a reload moves them).
+fn run_api(live: &LiveServer, reloader: Arc<Reloader>) -> mcpflow_api::Api {
     let current = live.clone();
-    let sources = loaded.sources.clone();
     let api = mcpflow_api::Api::new(
         move || current.current().engine().clone(),
         move |pointer| {
-            sources.locate(pointer).map(|p| mcpflow_api::Position {
-                file: p.file,
-                line: p.line,
-                col: p.col,
-            })
+            reloader
+                .sources()
+                .locate(pointer)
+                .map(|p| mcpflow_api::Position {
+                    file: p.file,
+                    line: p.line,
+                    col: p.col,
+                })
         },
     );
     api.attach(live.current().engine());

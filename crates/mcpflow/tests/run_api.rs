@@ -148,3 +148,62 @@ fn the_run_api_is_behind_the_host_guard() {
     let (head, _) = curl(&["-H", "Origin: http://evil.example", &url]);
     assert_eq!(status(&head), 403);
 }
+
+/// A tool saved while serving (a reload) is drawn with its nodes placed in the file it was
+/// saved to: the API's positions follow the config served now, not the one loaded at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_follow_a_reload() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = http_common::write_config(
+        dir.path(),
+        r#"
+version: "1.0"
+server: {name: saving, version: "1.0.0"}
+include: ["tools/*.yaml"]
+authoring: {save: true}
+tools:
+  - name: by_hand
+    inputSchema: {type: object}
+    nodes:
+      - {id: entry, type: entry, next: exit}
+      - {id: exit, type: exit}
+"#,
+    );
+    let server = start(&config, &[]);
+    let http = reqwest::Client::new();
+    let definition = json!({
+        "name": "greet",
+        "inputSchema": {"type": "object"},
+        "nodes": [
+            {"id": "entry", "type": "entry", "next": "hello"},
+            {"id": "hello", "type": "transform", "transform": {"expr": "'hi'"}, "next": "exit"},
+            {"id": "exit", "type": "exit"}
+        ]
+    });
+    let saved = http_common::stateless_call(
+        &http,
+        &server.url,
+        1,
+        ("mcpflow_save_tool", json!({"definition": definition})),
+        json!({}),
+        &[],
+    )
+    .await;
+    assert_eq!(saved["result"]["isError"], false, "{saved}");
+    let api = Api {
+        base: server.base(),
+        http,
+    };
+    let (code, graph) = api.get("/api/tools/greet/graph").await;
+    assert_eq!(code, 200, "{graph}");
+    let hello = graph["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["id"] == "hello"))
+        .unwrap_or_else(|| panic!("no node `hello` in {graph}"));
+    let file = hello["position"]["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with("tools/greet.yaml"), "{hello}");
+    assert!(
+        hello["position"]["line"].as_u64().is_some_and(|l| l > 1),
+        "{hello}"
+    );
+}
