@@ -111,7 +111,24 @@ async fn metrics_after_a_known_sequence() {
         "{r}"
     );
 
+    // One legacy SSE session held open while scraping.
+    let sse = http
+        .get(format!("{}/sse", server.base()))
+        .send()
+        .await
+        .expect("GET /sse");
+    assert!(sse.status().is_success());
+
     let s = scrape(&format!("{}/metrics", server.base()));
+    assert_eq!(
+        value(
+            &s,
+            "mcpflow_http_sessions_open",
+            json!({"transport": "sse"})
+        ),
+        1.0
+    );
+    drop(sse);
     let tool = |tool: &str, kind: &str, outcome: &str| {
         value(
             &s,

@@ -396,12 +396,12 @@ pub fn sandbox_failure(kind: &'static str) {
     m.sandbox_failures.get_or_create(&KindLabels { kind }).inc();
 }
 
-/// An HTTP session of `transport` (`streamable` or `sse`) opened (`+1`) or closed (`-1`).
-pub fn http_sessions(transport: &'static str, change: i64) {
+/// `open` HTTP sessions of `transport` (`streamable` or `sse`) after one opened or closed.
+pub fn http_sessions(transport: &'static str, open: usize) {
     let Some(m) = get() else { return };
     m.http_sessions
         .get_or_create(&TransportLabels { transport })
-        .inc_by(change);
+        .set(i64::try_from(open).unwrap_or(i64::MAX));
 }
 
 #[cfg(test)]

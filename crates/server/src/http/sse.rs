@@ -68,9 +68,10 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.ct.cancel();
-        if self.state.sessions().remove(&self.id).is_some() {
-            mcpflow_telemetry::metrics::http_sessions("sse", -1);
-        }
+        let mut sessions = self.state.sessions();
+        sessions.remove(&self.id);
+        mcpflow_telemetry::metrics::http_sessions("sse", sessions.len());
+        drop(sessions);
         tracing::debug!(session = %self.id, "legacy SSE session closed");
     }
 }
@@ -87,8 +88,12 @@ pub(crate) async fn open(State(state): State<Arc<LegacySse>>, request: Request) 
     let id = super::new_session_id();
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(INBOX);
     let (outbox_tx, outbox_rx) = mpsc::channel::<ServerJsonRpcMessage>(INBOX);
-    state.sessions().insert(id.clone(), inbox_tx);
-    mcpflow_telemetry::metrics::http_sessions("sse", 1);
+    let open = {
+        let mut sessions = state.sessions();
+        sessions.insert(id.clone(), inbox_tx);
+        sessions.len()
+    };
+    mcpflow_telemetry::metrics::http_sessions("sse", open);
     let ct = state.shutdown.child_token();
     let server = state.server.clone();
     let session_ct = ct.clone();
