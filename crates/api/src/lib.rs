@@ -36,6 +36,7 @@ pub mod registry;
 mod runs;
 mod sessions;
 mod stream;
+mod ui;
 
 use std::sync::Arc;
 
@@ -142,6 +143,7 @@ impl Api {
             .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
+            .merge(ui::router())
     }
 }
 
