@@ -15,6 +15,6 @@ export default defineConfig({
     assetsInlineLimit: 0,
   },
   server: {
-    proxy: { "/api": "http://127.0.0.1:8080" },
+    proxy: { "/api": process.env.MCPFLOW_API ?? "http://127.0.0.1:8080" },
   },
 });

@@ -182,6 +182,7 @@ function RunList(props: { tools: ToolSummary[]; current?: string }) {
 
 function useSessions(current?: string) {
   const [sessions, setSessions] = useState<Session[]>([]);
+  const [loaded, setLoaded] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const load = useCallback(
     () =>
@@ -189,6 +190,7 @@ function useSessions(current?: string) {
         .sessions()
         .then((s) => {
           setSessions(s);
+          setLoaded(true);
           setError(null);
         })
         .catch((e: Error) => setError(e.message)),
@@ -199,7 +201,7 @@ function useSessions(current?: string) {
     const t = window.setInterval(() => document.visibilityState === "visible" && void load(), 3000);
     return () => window.clearInterval(t);
   }, [load, current]);
-  return { sessions, error, load };
+  return { sessions, loaded, error, load };
 }
 
 function SessionList(props: { sessions: Session[]; current?: string; error: string | null }) {
@@ -516,7 +518,7 @@ function RunView(props: { id: string }) {
   return (
     <div className="main-split">
       {graph ? <GraphView graph={graph} overlay={overlay} onSelect={select} /> : <Empty>{graphError ?? "loading graph…"}</Empty>}
-      <aside className="panel" aria-label="Run panel">
+      <aside className="panel" aria-label="Run panel" data-streaming={view.streaming} data-reconnects={view.reconnects}>
         <div className="panel-head">
           <h2>
             <a href={`#/tools/${encodeURIComponent(d.tool)}`}>{d.tool}</a> <Status status={view.status} />
@@ -693,16 +695,16 @@ function WaitingForm(props: { sessionId: string; node: string; message?: Json; s
     <section className="waiting" aria-label="Continue the session">
       <h4>waiting at {props.node}</h4>
       {props.message !== undefined && <p className="message">{typeof props.message === "string" ? props.message : JSON.stringify(props.message)}</p>}
-      <SchemaForm
+      {answer === null && <SchemaForm
         key={props.sessionId}
         name="Session input"
         schema={(props.schema ?? undefined) as Record<string, Json> | undefined}
         submit="Continue"
         busy={busy}
         onSubmit={submit}
-      />
+      />}
       {error && <div className="error" role="alert">{error}</div>}
-      {answer && (
+      {answer !== null && (
         <>
           <h4>answer</h4>
           <JsonView value={answer} label="continue answer" />
@@ -712,29 +714,31 @@ function WaitingForm(props: { sessionId: string; node: string; message?: Json; s
   );
 }
 
-function SessionView(props: { session: Session | undefined; id: string; reload: () => void }) {
-  const s = props.session;
+function SessionView(props: { session: Session | undefined; loaded: boolean; id: string; reload: () => void }) {
+  // The session as first seen: once continued it leaves the list, and its answer stays here.
+  const [seen, setSeen] = useState<Session | undefined>(props.session);
+  useEffect(() => {
+    if (props.session) setSeen(props.session);
+  }, [props.session]);
+  const s = seen;
   const [done, setDone] = useState<string | null>(null);
-  if (!s && !done) return <Empty>session {props.id} is not waiting (it may have been continued, cancelled or expired)</Empty>;
+  if (!s && !props.loaded) return <Empty>loading session {props.id}…</Empty>;
+  if (!s) return <Empty>session {props.id} is not waiting (it may have been continued, cancelled or expired)</Empty>;
   return (
     <div className="main-split single">
       <aside className="panel wide" aria-label="Session panel">
         <div className="panel-head">
           <h2>
-            session of {s?.tool} <Status status={s?.status ?? "continued"} />
+            session of {s.tool} <Status status={done ? "continued" : s.status} />
           </h2>
           <p className="muted">
             <code>{props.id}</code>
-            {s && (
-              <>
-                {" "}
-                · run <a href={`#/runs/${encodeURIComponent(s.runId)}`}>{s.runId.slice(0, 8)}</a> · expires {time(s.expiresAt)}
-              </>
-            )}
+            {" "}
+            · run <a href={`#/runs/${encodeURIComponent(s.runId)}`}>{s.runId.slice(0, 8)}</a> · expires {time(s.expiresAt)}
           </p>
         </div>
         <div className="panel-body">
-          {s && (
+          {(
             <WaitingForm
               sessionId={s.id}
               node={s.nodeId}
@@ -750,7 +754,7 @@ function SessionView(props: { session: Session | undefined; id: string; reload: 
               continued: <a href={`#/runs/${encodeURIComponent(done)}`}>open the run</a>
             </p>
           )}
-          {s && (
+          {!done && (
             <button
               className="danger"
               onClick={() =>
@@ -848,7 +852,7 @@ export function App() {
           {route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
           {route.view === "sessions" &&
             (route.id ? (
-              <SessionView key={route.id} id={route.id} session={sessions.sessions.find((s) => s.id === route.id)} reload={() => void sessions.load()} />
+              <SessionView key={route.id} id={route.id} loaded={sessions.loaded} session={sessions.sessions.find((s) => s.id === route.id)} reload={() => void sessions.load()} />
             ) : (
               <Empty>{sessions.sessions.length ? "Pick a waiting session to continue it." : "No session is waiting."}</Empty>
             ))}

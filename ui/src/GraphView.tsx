@@ -2,11 +2,11 @@
 // animation, per-node timing and breakpoints on the nodes themselves.
 import { memo, useEffect, useMemo } from "react";
 import type { KeyboardEvent } from "react";
-import { Background, Controls, Handle, Position, ReactFlow, useReactFlow, ReactFlowProvider } from "@xyflow/react";
-import type { Node, NodeProps } from "@xyflow/react";
+import { Background, BaseEdge, Controls, Handle, Position, ReactFlow, useReactFlow, ReactFlowProvider, getSmoothStepPath, MarkerType } from "@xyflow/react";
+import type { EdgeProps, Node, NodeProps } from "@xyflow/react";
 import type { Graph } from "./api";
 import { layout } from "./layout";
-import type { FlowNodeData, GroupData } from "./layout";
+import type { FlowNodeData, GroupData, RoutedData } from "./layout";
 import type { NodeRun } from "./useRun";
 
 export interface Overlay {
@@ -34,19 +34,15 @@ const FlowNode = memo(function FlowNode(props: NodeProps) {
   const { node, run, breakpoint: bp, condition: cond, active } = props.data as Drawn;
   const state = run?.state ?? (active ? "pending" : undefined);
   return (
-    <div
-      className={`fnode t-${node.type}${state ? ` s-${state}` : ""}${props.selected ? " selected" : ""}`}
-      data-node={node.id}
-      data-state={state ?? ""}
-      title={run?.lastError ?? node.label}
-    >
+    <div className="fnode-wrap" data-node={node.id} data-state={state ?? ""} title={run?.lastError ?? node.label}>
       <Handle type="target" position={Position.Top} isConnectable={false} />
       {bp && <span className={`bp${cond ? " bp-cond" : ""}`} title={cond ? `breaks when ${cond}` : "breakpoint"} aria-label="breakpoint" />}
+      <div className={`fnode t-${node.type}${state ? ` s-${state}` : ""}${props.selected ? " selected" : ""}`}>
       <div className="fnode-head">
         <span className="fnode-type">{node.type}</span>
         <span className="fnode-id">{node.id}</span>
       </div>
-      <div className="fnode-label">{node.type === "call" ? `→ ${node.calls ?? node.label}` : node.label || "\u00a0"}</div>
+      {(node.label || node.type === "call") && <div className="fnode-label">{node.type === "call" ? `→ ${node.calls ?? node.label}` : node.label}</div>}
       {run && (
         <div className="fnode-run">
           <span className="state-chip">{state}</span>
@@ -58,6 +54,7 @@ const FlowNode = memo(function FlowNode(props: NodeProps) {
           )}
         </div>
       )}
+      </div>
       <Handle type="source" position={Position.Bottom} isConnectable={false} />
     </div>
   );
@@ -68,7 +65,51 @@ function GroupNode(props: NodeProps) {
   return <div className="group-title">{d.title}</div>;
 }
 
+/** A smooth path through dagre's points (Catmull-Rom turned into cubic Béziers). */
+function through(points: { x: number; y: number }[]): string {
+  let d = `M${points[0].x},${points[0].y}`;
+  for (let i = 0; i < points.length - 1; i++) {
+    const p0 = points[Math.max(0, i - 1)];
+    const p1 = points[i];
+    const p2 = points[i + 1];
+    const p3 = points[Math.min(points.length - 1, i + 2)];
+    const c1 = { x: p1.x + (p2.x - p0.x) / 6, y: p1.y + (p2.y - p0.y) / 6 };
+    const c2 = { x: p2.x - (p3.x - p1.x) / 6, y: p2.y - (p3.y - p1.y) / 6 };
+    d += ` C${c1.x},${c1.y} ${c2.x},${c2.y} ${p2.x},${p2.y}`;
+  }
+  return d;
+}
+
+function RoutedEdge(props: EdgeProps) {
+  const data = props.data as RoutedData | undefined;
+  const points = data?.points ?? [];
+  let path: string;
+  let labelX = data?.labelX;
+  let labelY = data?.labelY;
+  if (points.length >= 2) {
+    path = through(points);
+  } else {
+    const [p, x, y] = getSmoothStepPath(props);
+    path = p;
+    labelX ??= x;
+    labelY ??= y;
+  }
+  return (
+    <BaseEdge
+      id={props.id}
+      path={path}
+      markerEnd={props.markerEnd}
+      label={props.label}
+      labelX={labelX}
+      labelY={labelY}
+      labelBgPadding={[4, 2]}
+      labelBgBorderRadius={3}
+    />
+  );
+}
+
 const nodeTypes = { flow: FlowNode, group: GroupNode };
+const edgeTypes = { routed: RoutedEdge };
 
 function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | null) => void }) {
   const { nodes: laid, edges } = useMemo(() => layout(props.graph), [props.graph]);
@@ -115,6 +156,8 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
         nodes={nodes}
         edges={edges}
         nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        defaultEdgeOptions={{ markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } }}
         nodesDraggable={false}
         nodesConnectable={false}
         edgesFocusable={false}

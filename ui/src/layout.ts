@@ -12,6 +12,11 @@ const GROUP_TOP = 26;
 export interface FlowNodeData extends Record<string, unknown> {
   node: GraphNode;
 }
+export interface RoutedData extends Record<string, unknown> {
+  points: { x: number; y: number }[];
+  labelX?: number;
+  labelY?: number;
+}
 export interface GroupData extends Record<string, unknown> {
   title: string;
   kind: "branch" | "body";
@@ -123,7 +128,7 @@ export function layout(graph: Graph): { nodes: Node[]; edges: Edge[] } {
   graph.edges.forEach((e, i) => {
     if (known.has(e.from) && known.has(e.to)) {
       const label = edgeLabel(e);
-      g.setEdge(e.from, e.to, label ? { label, width: Math.min(220, label.length * 6.5 + 12), height: 18 } : {}, `e${i}`);
+      g.setEdge(e.from, e.to, label ? { label, labelpos: "c", width: Math.min(220, label.length * 6.5 + 12), height: 18 } : {}, `e${i}`);
     }
   });
   dagre.layout(g);
@@ -179,19 +184,22 @@ export function layout(graph: Graph): { nodes: Node[]; edges: Edge[] } {
       ariaLabel: `${n.type} node ${n.id}`,
     });
   }
-  const edges: Edge[] = graph.edges
-    .filter((e) => known.has(e.from) && known.has(e.to))
-    .map((e, i) => ({
+  // Edges follow dagre's routes (a loop back goes around the nodes it skips, not through them).
+  const edges: Edge[] = [];
+  graph.edges.forEach((e, i) => {
+    if (!known.has(e.from) || !known.has(e.to)) return;
+    const routed = g.edge(e.from, e.to, `e${i}`) as { points?: { x: number; y: number }[]; x?: number; y?: number } | undefined;
+    edges.push({
       id: `e${i}:${e.from}->${e.to}`,
       source: e.from,
       target: e.to,
       label: edgeLabel(e),
       className: `edge-${e.kind}`,
-      type: "smoothstep",
+      type: "routed",
       zIndex: 1,
-      labelBgPadding: [4, 2] as [number, number],
-      labelBgBorderRadius: 3,
       focusable: false,
-    }));
+      data: { points: routed?.points ?? [], labelX: routed?.x, labelY: routed?.y } satisfies RoutedData,
+    });
+  });
   return { nodes, edges };
 }

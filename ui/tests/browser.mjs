@@ -76,7 +76,7 @@ try {
     await expectText(page.locator(".react-flow__edge-text"), "add.i < entry.n");
     await expectText(page.locator(".react-flow__edge-text"), "default");
     // Shape and colour by type.
-    const switchClip = await node("more").evaluate((el) => getComputedStyle(el).clipPath);
+    const switchClip = await node("more").locator(".fnode").evaluate((el) => getComputedStyle(el).clipPath);
     if (!switchClip.startsWith("polygon")) throw new Error(`a switch is drawn as a hexagon, got clip-path ${switchClip}`);
     await shot("01-tool-graph");
   });
@@ -169,6 +169,33 @@ try {
     await expectText(page.locator(".panel-head .status"), "succeeded");
     await page.getByRole("tab", { name: "Run" }).click();
     await expectText(page.locator('[aria-label="result"]'), '"sum": 10');
+  });
+
+  await step("a run's view reconnects when its event stream drops, and catches up", async () => {
+    const started = await api("POST", "/api/runs", { tool: "sum_to_n", args: { n: 2 }, debug: { pause: true } });
+    await page.goto(`${base}/ui/#/runs/${encodeURIComponent(started.id)}`);
+    await expectText(page.getByTestId("paused-at"), "entry (pause)");
+    const panel = page.locator('[aria-label="Run panel"]');
+    await panel.locator('[data-streaming="true"]').waitFor();
+    // The page loses the network; the run goes on meanwhile (a step from outside the page).
+    await context.setOffline(true);
+    await panel.locator('[data-streaming="false"]').waitFor();
+    await api("POST", `/api/runs/${started.id}/step`);
+    for (let i = 0; i < 200; i++) {
+      const run = await api("GET", `/api/runs/${started.id}`);
+      if (run.debug?.paused?.[0]?.nodeId === "add") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await context.setOffline(false);
+    // Back online: the stream is opened again and its replay brings what was missed.
+    await panel.locator('[data-streaming="true"]').waitFor();
+    await expectText(page.getByTestId("paused-at"), "add (step)");
+    await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (1)");
+    const reconnects = Number(await panel.getAttribute("data-reconnects"));
+    if (!(reconnects >= 1)) throw new Error(`the view did not reconnect (data-reconnects=${reconnects})`);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await expectText(page.locator(".panel-head .status"), "succeeded");
+    for (const id of ["entry", "add", "more", "done", "exit"]) await nodeState(id, "done");
   });
 
   await step("continue an await session from its form", async () => {

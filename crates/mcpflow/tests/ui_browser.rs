@@ -14,7 +14,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http_common::{config, curl, header, repo_root, start_with_env, status};
+use http_common::{Server, config, curl, header, repo_root, start, status};
+
+/// `mcpflow serve tests/ui_browser.yaml --http`, its runs and sessions in `state`.
+fn serve(state: &Path) -> Server {
+    let db = state.join("state.db");
+    start(
+        &config("ui_browser.yaml"),
+        &["--state", db.to_str().expect("utf-8 temp path")],
+    )
+}
 
 /// What the browser test needs, or why it cannot run.
 fn browser() -> Result<(PathBuf, PathBuf), String> {
@@ -69,12 +78,7 @@ fn the_ui_in_chromium_against_the_binary() {
         }
     };
     let state = tempfile::tempdir().expect("temp dir");
-    let state_dir = state.path().to_str().expect("utf-8 temp path");
-    let server = start_with_env(
-        &config("ui_browser.yaml"),
-        &[],
-        &[("UI_STATE", state_dir)],
-    );
+    let server = serve(state.path());
     let shots = screenshots();
     let mut child = Command::new("node")
         .arg(&script)
@@ -140,12 +144,7 @@ fn the_ui_in_chromium_against_the_binary() {
 #[test]
 fn the_ui_is_served_from_the_binary() {
     let state = tempfile::tempdir().expect("temp dir");
-    let state_dir = state.path().to_str().expect("utf-8 temp path");
-    let server = start_with_env(
-        &config("ui_browser.yaml"),
-        &[],
-        &[("UI_STATE", state_dir)],
-    );
+    let server = serve(state.path());
     let base = server.base();
     let dist = repo_root().join("crates/api/ui-dist");
     let index = std::fs::read_to_string(dist.join("index.html")).expect("ui-dist/index.html");
