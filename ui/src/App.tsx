@@ -451,7 +451,8 @@ function RunView(props: { id: string }) {
     [view.debug],
   );
   const live = view.status === "running" || view.status === "paused";
-  const overlay: Overlay = useMemo(() => ({ runs, breakpoints, selected, active: true }), [runs, breakpoints, selected]);
+  const ended = view.status !== null && (ENDED.includes(view.status) || view.status === "waiting");
+  const overlay: Overlay = useMemo(() => ({ runs, breakpoints, selected, active: true, ended }), [runs, breakpoints, selected, ended]);
 
   const act = useCallback(
     async (action: "pause" | "resume" | "step" | "stop") => {

@@ -13,14 +13,16 @@ export interface Overlay {
   runs: Record<string, NodeRun>;
   breakpoints: Record<string, string | null>;
   selected: string | null;
+  /** A run is shown: a node without a state is pending (the run goes on) or skipped (it ended). */
   active: boolean;
+  ended?: boolean;
 }
 
 interface Drawn extends FlowNodeData {
   run?: NodeRun;
   breakpoint: boolean;
   condition: string | null;
-  active: boolean;
+  idle?: "pending" | "skipped";
 }
 
 function fmtMs(ms: number): string {
@@ -31,8 +33,8 @@ function fmtMs(ms: number): string {
 export { fmtMs };
 
 const FlowNode = memo(function FlowNode(props: NodeProps) {
-  const { node, run, breakpoint: bp, condition: cond, active } = props.data as Drawn;
-  const state = run?.state ?? (active ? "pending" : undefined);
+  const { node, run, breakpoint: bp, condition: cond, idle } = props.data as Drawn;
+  const state = run?.state ?? idle;
   return (
     <div className="fnode-wrap" data-node={node.id} data-state={state ?? ""} title={run?.lastError ?? node.label}>
       <Handle type="target" position={Position.Top} isConnectable={false} />
@@ -127,7 +129,7 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
                 run: props.overlay.runs[n.id],
                 breakpoint: n.id in props.overlay.breakpoints,
                 condition: props.overlay.breakpoints[n.id] ?? null,
-                active: props.overlay.active,
+                idle: props.overlay.active ? (props.overlay.ended ? "skipped" : "pending") : undefined,
               } satisfies Drawn,
             }
           : n,
@@ -166,7 +168,6 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
         onPaneClick={() => props.onSelect(null)}
         minZoom={0.2}
         maxZoom={2}
-        proOptions={{ hideAttribution: true }}
         fitView
       >
         <Background gap={24} size={1} />
