@@ -87,9 +87,10 @@ type Breakpoints = Record<string, string | null>;
 // ---------------------------------------------------------------------------------------------
 // Sidebar lists
 
-function ToolList(props: { tools: ToolSummary[]; current?: string }) {
+function ToolList(props: { tools: ToolSummary[]; current?: string; focusSignal: number }) {
   return (
     <ListBox
+      focusSignal={props.focusSignal}
       label="Graph tools"
       items={props.tools}
       keyOf={(t) => t.name}
@@ -110,7 +111,7 @@ function ToolList(props: { tools: ToolSummary[]; current?: string }) {
 
 const STATUSES = ["running", "paused", "waiting", "succeeded", "failed", "stopped", "cancelled", "interrupted", "expired"];
 
-function RunList(props: { tools: ToolSummary[]; current?: string }) {
+function RunList(props: { tools: ToolSummary[]; current?: string; focusSignal: number }) {
   const [tool, setTool] = useState("");
   const [status, setStatus] = useState("");
   const [runs, setRuns] = useState<RunSummary[]>([]);
@@ -158,6 +159,7 @@ function RunList(props: { tools: ToolSummary[]; current?: string }) {
       </div>
       {error && <div className="error" role="alert">{error}</div>}
       <ListBox
+        focusSignal={props.focusSignal}
         label="Runs"
         items={runs}
         keyOf={(r) => r.id}
@@ -204,11 +206,12 @@ function useSessions(current?: string) {
   return { sessions, loaded, error, load };
 }
 
-function SessionList(props: { sessions: Session[]; current?: string; error: string | null }) {
+function SessionList(props: { sessions: Session[]; current?: string; error: string | null; focusSignal: number }) {
   return (
     <>
       {props.error && <div className="error" role="alert">{props.error}</div>}
       <ListBox
+        focusSignal={props.focusSignal}
         label="Waiting sessions"
         items={props.sessions}
         keyOf={(s) => s.id}
@@ -600,7 +603,8 @@ function RunView(props: { id: string }) {
               <h4>time per node</h4>
               <table className="timing-table">
                 <tbody>
-                  {Object.entries(d.timing.nodes)
+                  {Object.entries(runs)
+                    .filter(([, t]) => t.executions > 0)
                     .sort((a, b) => b[1].totalMs - a[1].totalMs)
                     .map(([n, t]) => (
                       <tr key={n}>
@@ -781,6 +785,7 @@ export function App() {
   const [tools, setTools] = useState<ToolSummary[]>([]);
   const [toolsError, setToolsError] = useState<string | null>(null);
   const [bps, setBps] = useState<Record<string, Breakpoints>>({});
+  const [focusList, setFocusList] = useState(0);
   const sessions = useSessions(route.view === "sessions" ? route.id : undefined);
 
   useEffect(() => {
@@ -801,7 +806,7 @@ export function App() {
       if (view) {
         e.preventDefault();
         go(view);
-        window.setTimeout(() => (document.querySelector(".sidebar [role=option][tabindex='0']") as HTMLElement | null)?.focus(), 50);
+        setFocusList((n) => n + 1);
       }
     };
     window.addEventListener("keydown", on);
@@ -839,9 +844,9 @@ export function App() {
         <nav className="sidebar" aria-label={title}>
           <h2 className="side-title">{title}</h2>
           {toolsError && <div className="error" role="alert">{toolsError}</div>}
-          {route.view === "tools" && <ToolList tools={tools} current={route.id} />}
-          {route.view === "runs" && <RunList tools={tools} current={route.id} />}
-          {route.view === "sessions" && <SessionList sessions={sessions.sessions} current={route.id} error={sessions.error} />}
+          {route.view === "tools" && <ToolList tools={tools} current={route.id} focusSignal={focusList} />}
+          {route.view === "runs" && <RunList tools={tools} current={route.id} focusSignal={focusList} />}
+          {route.view === "sessions" && <SessionList sessions={sessions.sessions} current={route.id} error={sessions.error} focusSignal={focusList} />}
         </nav>
         <main className="main">
           {route.view === "tools" &&

@@ -10,6 +10,8 @@ export function ListBox<T>(props: {
   current?: string | null;
   onOpen: (item: T) => void;
   empty?: ReactNode;
+  /** Changes when the list should take the focus (a key switched to its view). */
+  focusSignal?: number;
 }) {
   const refs = useRef<(HTMLLIElement | null)[]>([]);
   const currentIndex = props.items.findIndex((i) => props.keyOf(i) === props.current);
@@ -18,6 +20,14 @@ export function ListBox<T>(props: {
     if (currentIndex >= 0) setFocus(currentIndex);
   }, [currentIndex]);
   const at = Math.min(focus, Math.max(0, props.items.length - 1));
+  // Take the focus when asked, as soon as there is an item to focus.
+  const wanted = useRef(0);
+  useEffect(() => {
+    if (props.focusSignal && props.focusSignal !== wanted.current && props.items.length > 0) {
+      wanted.current = props.focusSignal;
+      refs.current[at]?.focus();
+    }
+  }, [props.focusSignal, props.items.length, at]);
 
   const move = (to: number) => {
     const i = Math.max(0, Math.min(props.items.length - 1, to));

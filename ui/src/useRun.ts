@@ -5,7 +5,7 @@ import { useCallback, useEffect, useReducer, useRef } from "react";
 import { api, ENDED } from "./api";
 import type { Debug, PausedLine, RunDetail, RunRecord, RunStatus } from "./api";
 
-export type NodeState = "pending" | "running" | "paused" | "done" | "failed";
+export type NodeState = "pending" | "running" | "paused" | "waiting" | "done" | "failed";
 
 export interface NodeRun {
   state: NodeState;
@@ -73,12 +73,12 @@ function reduce(s: RunView, a: Action): RunView {
       };
     }
     case "debug":
-      return {
-        ...s,
-        debug: a.debug,
-        paused: a.debug.paused,
-        status: (a.status as RunStatus) ?? s.status,
-      };
+      // An action's answer can arrive after the events that followed the action (a step's
+      // `resumed` and next `paused`): its breakpoints are current, its pauses may not be. The
+      // event stream says where the run is paused; without one, the answer does.
+      return s.streaming
+        ? { ...s, debug: { ...a.debug, paused: s.paused } }
+        : { ...s, debug: a.debug, paused: a.debug.paused, status: (a.status as RunStatus) ?? s.status };
     case "error":
       return { ...s, error: a.message };
     case "streaming":
@@ -107,7 +107,8 @@ function reduce(s: RunView, a: Action): RunView {
             branch: e.branch as string | undefined,
             item: e.item as number | undefined,
           };
-          const others = s.paused.filter((p) => p.nodeId !== line.nodeId || p.branch !== line.branch || p.item !== line.item);
+          // One line of execution (the main flow, a branch, an item) pauses at one place.
+          const others = s.paused.filter((p) => p.branch !== line.branch || p.item !== line.item);
           return { ...s, status: "paused", paused: [...others, line] };
         }
         case "resumed":
@@ -139,6 +140,9 @@ export function nodeRuns(view: RunView): Record<string, NodeRun> {
   for (const p of view.paused) {
     (out[p.nodeId] ??= { state: "paused", executions: 0, totalMs: 0 }).state = "paused";
   }
+  // A waiting run waits at its await node, for a session's input.
+  const waitingAt = view.status === "waiting" ? view.detail?.waiting?.nodeId : undefined;
+  if (waitingAt) (out[waitingAt] ??= { state: "waiting", executions: 0, totalMs: 0 }).state = "waiting";
   // A run that failed outside any record (a limit, a timeout) names its node in the error.
   const failedAt = view.status === "failed" ? view.detail?.error?.nodeId : undefined;
   if (failedAt) {

@@ -6,12 +6,40 @@
 // screenshot (failure.png) in SCREENSHOT_DIR.
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
 import { join } from "node:path";
 
-const [base, shots] = process.argv.slice(2);
-if (!base || !shots) {
+const [server, shots] = process.argv.slice(2);
+if (!server || !shots) {
   console.error("usage: node browser.mjs BASE_URL SCREENSHOT_DIR");
   process.exit(2);
+}
+
+// The browser reaches the server through a TCP relay, so that a test can cut the page's
+// connections (an event stream dropping mid-run) and let it connect again.
+const target = new URL(server);
+const sockets = new Set();
+let down = false;
+const relay = createServer((client) => {
+  if (down) return client.destroy();
+  const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+  }
+  client.pipe(upstream).pipe(client);
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+});
+await new Promise((resolve) => relay.listen(0, "127.0.0.1", resolve));
+const base = `http://127.0.0.1:${relay.address().port}`;
+function cut() {
+  down = true;
+  for (const s of sockets) s.destroy();
+}
+function reconnectable() {
+  down = false;
 }
 mkdirSync(shots, { recursive: true });
 const executablePath = process.env.MCPFLOW_CHROMIUM || "/usr/bin/chromium";
@@ -32,7 +60,7 @@ const problems = [];
 let offline = false;
 page.on("console", (m) => {
   if (m.type() !== "error") return;
-  if (offline && /ERR_INTERNET_DISCONNECTED|ERR_NETWORK_CHANGED|Failed to fetch/.test(m.text())) return;
+  if (offline && /ERR_CONNECTION_RESET|ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_CLOSED|ERR_SOCKET_NOT_CONNECTED|ERR_INCOMPLETE_CHUNKED_ENCODING|Failed to fetch/.test(m.text())) return;
   problems.push(`console error: ${m.text()}`);
 });
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -57,7 +85,7 @@ async function nodeState(id, state) {
   await page.locator(`.graph [data-node="${id}"][data-state="${state}"]`).waitFor({ state: "visible" });
 }
 async function api(method, path, body) {
-  const r = await fetch(`${base}${path}`, {
+  const r = await fetch(`${server}${path}`, {
     method,
     headers: body ? { "content-type": "application/json" } : {},
     body: body ? JSON.stringify(body) : undefined,
@@ -181,20 +209,21 @@ try {
     await page.goto(`${base}/ui/#/runs/${encodeURIComponent(started.id)}`);
     await expectText(page.getByTestId("paused-at"), "entry (pause)");
     const panel = page.locator('[aria-label="Run panel"]');
-    await panel.locator('[data-streaming="true"]').waitFor();
-    // The page loses the network; the run goes on meanwhile (a step from outside the page).
+    await page.locator('[aria-label="Run panel"][data-streaming="true"]').waitFor();
+    // The page's connections are cut and it cannot connect; the run goes on meanwhile (a step
+    // from outside the page).
     offline = true;
-    await context.setOffline(true);
-    await panel.locator('[data-streaming="false"]').waitFor();
+    cut();
+    await page.locator('[aria-label="Run panel"][data-streaming="false"]').waitFor();
     await api("POST", `/api/runs/${started.id}/step`);
     for (let i = 0; i < 200; i++) {
       const run = await api("GET", `/api/runs/${started.id}`);
       if (run.debug?.paused?.[0]?.nodeId === "add") break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    await context.setOffline(false);
+    reconnectable();
     // Back online: the stream is opened again and its replay brings what was missed.
-    await panel.locator('[data-streaming="true"]').waitFor();
+    await page.locator('[aria-label="Run panel"][data-streaming="true"]').waitFor();
     await expectText(page.getByTestId("paused-at"), "add (step)");
     await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (1)");
     offline = false;
@@ -216,7 +245,7 @@ try {
     // The sessions view lists it; its form is the await's inputSchema.
     await page.keyboard.press("3");
     await page.waitForURL(/#\/sessions$/);
-    await page.locator('[aria-label="Waiting sessions"] [role="option"]').first().waitFor();
+    await page.locator('[aria-label="Waiting sessions"] [role="option"]:focus').waitFor();
     await page.keyboard.press("Enter");
     await page.waitForURL(/#\/sessions\/.+/);
     const input = page.locator('form[aria-label="Session input"]');
@@ -257,6 +286,7 @@ try {
     await page.keyboard.press("2");
     await page.waitForURL(/#\/runs$/);
     await page.locator('[aria-label="Runs"] [role="option"]').nth(1).waitFor();
+    await page.locator('[aria-label="Runs"] [role="option"]:focus').waitFor();
     await page.keyboard.press("ArrowDown");
     await page.keyboard.press("Enter");
     await page.waitForURL(/#\/runs\/.+/);
@@ -278,6 +308,8 @@ try {
   await page.screenshot({ path: join(shots, "failure.png") }).catch(() => {});
   console.error(`screenshot: ${join(shots, "failure.png")}`);
   await browser.close();
+relay.close();
   process.exit(1);
 }
 await browser.close();
+relay.close();

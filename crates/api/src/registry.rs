@@ -332,6 +332,9 @@ impl Observe for Hook {
             out: std::sync::OnceLock::new(),
             end: Mutex::new(None),
         });
+        // A run that goes on again (a continued session, a restarted resumable run) replaces
+        // what was kept of its earlier end: that status (`waiting`) is no longer true.
+        lock(&registry.ended).retain(|r| r.id != run.id);
         lock(&registry.live).insert(run.id.clone(), live.clone());
         if from_start {
             registry.record(&live, true);
