@@ -42,7 +42,11 @@ fn main() {
          pub(crate) static FILES: &[(&str, &[u8])] = &[\n",
     );
     for (rel, path) in &files {
-        let _ = writeln!(code, "    ({rel:?}, include_bytes!({:?})),", path.display().to_string());
+        let _ = writeln!(
+            code,
+            "    ({rel:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        );
     }
     code.push_str("];\n");
     if let Err(e) = fs::write(out_dir.join("ui_assets.rs"), code) {

@@ -64,6 +64,10 @@ page.on("console", (m) => {
   problems.push(`console error: ${m.text()}`);
 });
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+// Chromium's console line for a failed request has no URL: note them here to say which.
+page.on("response", (r) => {
+  if (r.status() >= 400) console.log(`http ${r.status()}: ${r.request().method()} ${r.url()} (during: ${current})`);
+});
 
 let current = "start";
 async function step(name, body) {

@@ -73,7 +73,9 @@ fn the_ui_in_chromium_against_the_binary() {
             panic!("the browser test must run here (CI or MCPFLOW_REQUIRE_BROWSER), but {why}")
         }
         Err(why) => {
-            eprintln!("skipped: the web UI's browser test needs Chromium, node and ui/'s npm packages: {why}");
+            eprintln!(
+                "skipped: the web UI's browser test needs Chromium, node and ui/'s npm packages: {why}"
+            );
             return;
         }
     };
@@ -115,7 +117,10 @@ fn the_ui_in_chromium_against_the_binary() {
     eprintln!("{stdout}{stderr}");
     eprintln!("screenshots of each view: {}", shots.display());
     let code = code.expect("the browser script ends within 5 minutes");
-    assert!(code.success(), "the browser script failed ({code}):\n{stderr}");
+    assert!(
+        code.success(),
+        "the browser script failed ({code}):\n{stderr}"
+    );
     assert!(
         stdout.contains("browser: all steps passed"),
         "the script ended without its last line:\n{stdout}"
@@ -157,7 +162,8 @@ fn the_ui_is_served_from_the_binary() {
             "{path}: {head}"
         );
         assert!(
-            header(&head, "content-security-policy").is_some_and(|v| v.contains("default-src 'self'")),
+            header(&head, "content-security-policy")
+                .is_some_and(|v| v.contains("default-src 'self'")),
             "{path}: {head}"
         );
         assert_eq!(body, index, "{path} is ui-dist/index.html");
@@ -179,9 +185,19 @@ fn the_ui_is_served_from_the_binary() {
             .output()
             .expect("curl runs");
         assert_eq!(out.stdout, on_disk, "{asset} is served as built");
-        let (head, _) = curl(&["-H", "accept-encoding: gzip", "-o", "/dev/null", &format!("{base}{asset}")]);
+        let (head, _) = curl(&[
+            "-H",
+            "accept-encoding: gzip",
+            "-o",
+            "/dev/null",
+            &format!("{base}{asset}"),
+        ]);
         assert_eq!(status(&head), 200, "{asset}: {head}");
-        assert_eq!(header(&head, "content-encoding"), Some("gzip"), "{asset}: {head}");
+        assert_eq!(
+            header(&head, "content-encoding"),
+            Some("gzip"),
+            "{asset}: {head}"
+        );
         assert!(
             header(&head, "cache-control").is_some_and(|v| v.contains("immutable")),
             "{asset}: {head}"
