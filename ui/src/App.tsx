@@ -9,6 +9,7 @@ import type { Overlay } from "./GraphView";
 import { ListBox } from "./ListBox";
 import { SchemaForm } from "./SchemaForm";
 import { nodeRuns, useRun } from "./useRun";
+import { toYaml } from "./yaml";
 import type { NodeRun } from "./useRun";
 
 type Route = { view: "tools"; id?: string } | { view: "runs"; id?: string } | { view: "sessions"; id?: string };
@@ -274,8 +275,8 @@ function NodePanel(props: {
       </h3>
       <div className="kv">
         <span>in the YAML</span>
-        <code data-testid="yaml-position">
-          {node.position ? `${node.position.file}:${node.position.line}:${node.position.col}` : node.pointer}
+        <code data-testid="yaml-position" title={node.position?.file}>
+          {node.position ? `${node.position.file.split("/").pop()}:${node.position.line}:${node.position.col}` : node.pointer}
         </code>
         <span>pointer</span>
         <code>{node.pointer}</code>
@@ -328,7 +329,9 @@ function NodePanel(props: {
         </>
       )}
       <h4>definition</h4>
-      <JsonView value={node.definition ?? null} label="definition" />
+      <pre className="json" aria-label="definition" tabIndex={0}>
+        {toYaml(node.definition ?? null)}
+      </pre>
     </section>
   );
 }

@@ -183,7 +183,7 @@ export const api = {
     ),
   clearBreakpoint: (id: string, node: string) =>
     call<unknown>("DELETE", `/api/runs/${enc(id)}/breakpoints/${enc(node)}`),
-  sessions: () => call<{ sessions: Session[] }>("GET", "/api/sessions").then((r) => r.sessions),
+  sessions: () => call<{ sessions: Session[] }>("GET", "/api/sessions?status=waiting").then((r) => r.sessions),
   continueSession: (id: string, input: Json) =>
     call<{ runId: string; tool: string; status: string; result?: Json; error?: Json; waiting?: Waiting }>(
       "POST",
