@@ -103,6 +103,42 @@ async function runId() {
   return decodeURIComponent(page.url().split("#/runs/")[1]);
 }
 
+// `--graphs NAME`: only open the UI on this server's config and draw every graph tool (the
+// example configs), with a screenshot of each.
+const graphsOnly = process.argv[4] === "--graphs" ? process.argv[5] ?? "config" : null;
+if (graphsOnly) {
+  try {
+    const { tools } = await api("GET", "/api/tools");
+    await step(`${graphsOnly}: the UI opens`, async () => {
+      await page.goto(`${base}/ui/`);
+      if (tools.length) await page.waitForURL(/#\/tools\/.+/);
+    });
+    for (const tool of tools) {
+      await step(`${graphsOnly}: ${tool.name} is drawn`, async () => {
+        const graph = await api("GET", `/api/tools/${encodeURIComponent(tool.name)}/graph`);
+        await page.goto(`${base}/ui/#/tools/${encodeURIComponent(tool.name)}`);
+        for (const n of graph.nodes) await node(n.id).waitFor();
+        const form = page.locator(`form[aria-label="Run ${tool.name}"]`);
+        await form.waitFor();
+        for (const name of Object.keys(graph.inputSchema?.properties ?? {})) await form.locator(`[name="${name}"]`).waitFor();
+        await shot(`${graphsOnly}-${tool.name}`);
+      });
+    }
+    if (problems.length) throw new Error(`the page reported:\n${problems.join("\n")}`);
+    console.log("browser: all steps passed");
+  } catch (e) {
+    console.error(`FAILED at step: ${current}\n${e instanceof Error ? e.stack ?? e.message : e}`);
+    if (problems.length) console.error(`the page reported:\n${problems.join("\n")}`);
+    await page.screenshot({ path: join(shots, "failure.png") }).catch(() => {});
+    await browser.close();
+    relay.close();
+    process.exit(1);
+  }
+  await browser.close();
+  relay.close();
+  process.exit(0);
+}
+
 try {
   await step("the UI opens on the first tool and draws its graph", async () => {
     const response = await page.goto(`${base}/ui/`);

@@ -1,12 +1,13 @@
 //! The web UI (issue #17), served at `/ui` by the real `mcpflow serve --http` from the files
 //! embedded in the binary, and driven in Debian's Chromium by `ui/tests/browser.mjs`
 //! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
-//! conditional breakpoint with two steps and the context at step 2, an await session
-//! continued from its form, a past failed run with its failing node, keyboard navigation, no
-//! console error; a screenshot of each view is kept (the path is printed).
+//! conditional breakpoint with two steps and the context at step 2, a dropped event stream
+//! caught up, an await session continued from its form, a past failed run with its failing
+//! node, keyboard navigation, no console error; then every example config drawn. A screenshot
+//! of each view is kept (the directory is printed).
 //!
-//! Without chromium, node or the UI's npm packages the browser test is skipped with one line;
-//! under CI (`CI=true`) or with `MCPFLOW_REQUIRE_BROWSER` set, that is an error instead.
+//! Without chromium, node or the UI's npm packages the browser tests are skipped with one
+//! line; under CI (`CI=true`) or with `MCPFLOW_REQUIRE_BROWSER` set, that is an error instead.
 mod http_common;
 
 use std::io::Read;
@@ -58,17 +59,10 @@ fn required() -> bool {
         || std::env::var_os("MCPFLOW_REQUIRE_BROWSER").is_some()
 }
 
-fn screenshots() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-browser");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("screenshot dir");
-    dir
-}
-
-#[test]
-fn the_ui_in_chromium_against_the_binary() {
-    let (chromium, script) = match browser() {
-        Ok(found) => found,
+/// What the browser tests run with, or `None` (after one line saying why) when skipped.
+fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match browser() {
+        Ok(found) => Some(found),
         Err(why) if required() => {
             panic!("the browser test must run here (CI or MCPFLOW_REQUIRE_BROWSER), but {why}")
         }
@@ -76,17 +70,27 @@ fn the_ui_in_chromium_against_the_binary() {
             eprintln!(
                 "skipped: the web UI's browser test needs Chromium, node and ui/'s npm packages: {why}"
             );
-            return;
+            None
         }
-    };
-    let state = tempfile::tempdir().expect("temp dir");
-    let server = serve(state.path());
-    let shots = screenshots();
+    }
+}
+
+fn screenshots(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    dir
+}
+
+/// Runs `ui/tests/browser.mjs BASE SHOTS EXTRA…`; panics with its output unless every step
+/// held; returns what it printed.
+fn run_script(chromium: &Path, script: &Path, base: &str, shots: &Path, extra: &[&str]) -> String {
     let mut child = Command::new("node")
-        .arg(&script)
-        .arg(server.base())
-        .arg(&shots)
-        .env("MCPFLOW_CHROMIUM", &chromium)
+        .arg(script)
+        .arg(base)
+        .arg(shots)
+        .args(extra)
+        .env("MCPFLOW_CHROMIUM", chromium)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -115,7 +119,7 @@ fn the_ui_in_chromium_against_the_binary() {
     };
     let (stdout, stderr) = reader.join().expect("output read");
     eprintln!("{stdout}{stderr}");
-    eprintln!("screenshots of each view: {}", shots.display());
+    eprintln!("screenshots: {}", shots.display());
     let code = code.expect("the browser script ends within 5 minutes");
     assert!(
         code.success(),
@@ -125,12 +129,27 @@ fn the_ui_in_chromium_against_the_binary() {
         stdout.contains("browser: all steps passed"),
         "the script ended without its last line:\n{stdout}"
     );
+    stdout
+}
+
+#[test]
+fn the_ui_in_chromium_against_the_binary() {
+    let Some((chromium, script)) = browser_or_skip() else {
+        return;
+    };
+    let state = tempfile::tempdir().expect("temp dir");
+    let server = serve(state.path());
+    let shots = screenshots("ui-browser");
+    run_script(&chromium, &script, &server.base(), &shots, &[]);
     for name in [
         "01-tool-graph",
+        "02-groups",
+        "03-node",
         "04-run",
         "05-debug-timeline",
         "06-session",
         "07-failed-run",
+        "08-runs",
     ] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();
@@ -139,6 +158,40 @@ fn the_ui_in_chromium_against_the_binary() {
             "{} is not a PNG screenshot",
             png.display()
         );
+    }
+}
+
+/// The UI on each example config: every graph tool drawn with its run form, no console error.
+#[test]
+fn the_ui_draws_every_example() {
+    let Some((chromium, script)) = browser_or_skip() else {
+        return;
+    };
+    let shots = screenshots("ui-examples");
+    let mut configs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("examples"))
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    configs.sort();
+    assert!(configs.len() >= 3, "examples: {configs:?}");
+    for config in configs {
+        let state = tempfile::tempdir().expect("temp dir");
+        let db = state.path().join("state.db");
+        let server = start(&config, &["--state", db.to_str().expect("utf-8 temp path")]);
+        let stem = config
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("file name")
+            .to_owned();
+        let out = run_script(
+            &chromium,
+            &script,
+            &server.base(),
+            &shots,
+            &["--graphs", &stem],
+        );
+        assert!(out.contains(&format!("ok: {stem}: the UI opens")), "{out}");
     }
 }
 
