@@ -641,6 +641,9 @@ function RunView(props: { id: string }) {
   );
 }
 
+/** At most this many steps are listed at once; any other is reached by its number. */
+const SHOWN_STEPS = 300;
+
 function Timeline(props: {
   records: RunRecord[];
   at: number | null;
@@ -648,11 +651,36 @@ function Timeline(props: {
   onPick: (index: number | null) => void;
   context: { index: number | null; context: Json } | null;
 }) {
+  const [jump, setJump] = useState("");
+  const many = props.records.length > SHOWN_STEPS;
+  // The steps around the one picked, else the latest.
+  const shown = useMemo(() => {
+    if (!many) return props.records;
+    const i = props.at === null ? -1 : props.records.findIndex((r) => r.index === props.at);
+    const end = i < 0 ? props.records.length : Math.min(props.records.length, Math.max(SHOWN_STEPS, i + SHOWN_STEPS / 2));
+    return props.records.slice(end - SHOWN_STEPS, end);
+  }, [props.records, props.at, many]);
   return (
     <div className="timeline">
+      {many && (
+        <form
+          className="row jump"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const n = Number(jump);
+            if (Number.isInteger(n) && n >= 0) props.onPick(n);
+          }}
+        >
+          <span className="muted">
+            {props.records.length} steps, {SHOWN_STEPS} listed
+          </span>
+          <input value={jump} onChange={(e) => setJump(e.target.value)} placeholder="step #" aria-label="Go to step" inputMode="numeric" />
+          <button type="submit">Go</button>
+        </form>
+      )}
       <ListBox
         label="History"
-        items={props.records}
+        items={shown}
         keyOf={(r) => String(r.index)}
         current={props.at === null ? null : String(props.at)}
         onOpen={(r) => props.onPick(r.index)}

@@ -29,7 +29,7 @@ export interface RunView {
 
 type Action =
   | { type: "detail"; detail: RunDetail }
-  | { type: "event"; name: string; data: Record<string, unknown> }
+  | { type: "events"; list: { name: string; data: Record<string, unknown> }[] }
   | { type: "debug"; debug: Debug; status?: string }
   | { type: "error"; message: string }
   | { type: "streaming"; on: boolean; reconnect?: boolean };
@@ -49,11 +49,12 @@ function initial(id: string): RunView {
   };
 }
 
-function byIndex(records: RunRecord[], add: RunRecord): RunRecord[] {
-  const out = records.filter((r) => r.index !== add.index);
-  out.push(add);
-  out.sort((a, b) => a.index - b.index);
-  return out;
+/** Puts `add` in its place in `records` (sorted by index, one per index), in place. */
+function place(records: RunRecord[], add: RunRecord): void {
+  let i = records.length;
+  while (i > 0 && records[i - 1].index > add.index) i--;
+  if (i > 0 && records[i - 1].index === add.index) records[i - 1] = add;
+  else records.splice(i, 0, add);
 }
 
 function reduce(s: RunView, a: Action): RunView {
@@ -83,42 +84,50 @@ function reduce(s: RunView, a: Action): RunView {
       return { ...s, error: a.message };
     case "streaming":
       return { ...s, streaming: a.on, reconnects: s.reconnects + (a.reconnect ? 1 : 0) };
-    case "event": {
-      const e = a.data;
-      switch (a.name) {
-        case "runStarted":
-          return { ...s, status: s.status ?? "running" };
-        case "nodeStarted": {
-          const node = String(e.nodeId);
-          return { ...s, running: { ...s.running, [node]: (s.running[node] ?? 0) + 1 } };
-        }
-        case "nodeFinished": {
-          const record = e.record as RunRecord;
-          const running = { ...s.running };
-          if (running[record.nodeId]) running[record.nodeId] -= 1;
-          if (!running[record.nodeId]) delete running[record.nodeId];
-          return { ...s, running, records: byIndex(s.records, record) };
-        }
-        case "paused": {
-          const line: PausedLine = {
-            index: Number(e.index),
-            nodeId: String(e.nodeId),
-            reason: String(e.reason ?? ""),
-            branch: e.branch as string | undefined,
-            item: e.item as number | undefined,
-          };
-          // One line of execution (the main flow, a branch, an item) pauses at one place.
-          const others = s.paused.filter((p) => p.branch !== line.branch || p.item !== line.item);
-          return { ...s, status: "paused", paused: [...others, line] };
-        }
-        case "resumed":
-          return { ...s, status: "running", paused: [] };
-        case "runFinished":
-          return { ...s, status: (e.status as RunStatus) ?? s.status, running: {}, paused: [] };
-        default:
-          return s;
-      }
+    case "events": {
+      // A frame's worth of events at once: the records copied once, not once per event.
+      let out: RunView = { ...s, records: [...s.records], running: { ...s.running } };
+      for (const { name, data } of a.list) out = apply(out, name, data);
+      return out;
     }
+  }
+}
+
+/** One event on a state whose `records` and `running` this batch owns. */
+function apply(s: RunView, name: string, e: Record<string, unknown>): RunView {
+  switch (name) {
+    case "runStarted":
+      return { ...s, status: s.status ?? "running" };
+    case "nodeStarted": {
+      const node = String(e.nodeId);
+      s.running[node] = (s.running[node] ?? 0) + 1;
+      return s;
+    }
+    case "nodeFinished": {
+      const record = e.record as RunRecord;
+      if (s.running[record.nodeId]) s.running[record.nodeId] -= 1;
+      if (!s.running[record.nodeId]) delete s.running[record.nodeId];
+      place(s.records, record);
+      return s;
+    }
+    case "paused": {
+      const line: PausedLine = {
+        index: Number(e.index),
+        nodeId: String(e.nodeId),
+        reason: String(e.reason ?? ""),
+        branch: e.branch as string | undefined,
+        item: e.item as number | undefined,
+      };
+      // One line of execution (the main flow, a branch, an item) pauses at one place.
+      const others = s.paused.filter((p) => p.branch !== line.branch || p.item !== line.item);
+      return { ...s, status: "paused", paused: [...others, line] };
+    }
+    case "resumed":
+      return { ...s, status: "running", paused: [] };
+    case "runFinished":
+      return { ...s, status: (e.status as RunStatus) ?? s.status, running: {}, paused: [] };
+    default:
+      return s;
   }
 }
 
@@ -171,6 +180,28 @@ export function useRun(id: string) {
     let retry: number | undefined;
     lastSeq.current = 0;
 
+    // Events are applied once per frame, however many arrive in it.
+    let queue: { name: string; data: Record<string, unknown> }[] = [];
+    let frame: number | undefined;
+    let timer: number | undefined;
+    const flush = () => {
+      if (frame !== undefined) cancelAnimationFrame(frame);
+      window.clearTimeout(timer);
+      frame = timer = undefined;
+      if (queue.length === 0) return;
+      const list = queue;
+      queue = [];
+      dispatch({ type: "events", list });
+    };
+    const enqueue = (name: string, data: Record<string, unknown>) => {
+      queue.push({ name, data });
+      if (frame === undefined) {
+        frame = requestAnimationFrame(flush);
+        // A hidden page gets no frames: flush anyway.
+        timer = window.setTimeout(flush, 200);
+      }
+    };
+
     const handle = (name: string) => (m: MessageEvent) => {
       const seq = Number(m.lastEventId);
       if (m.lastEventId && Number.isFinite(seq)) {
@@ -184,12 +215,16 @@ export function useRun(id: string) {
         return;
       }
       if (name === "end") {
+        flush();
         stop();
         void refresh();
         return;
       }
-      dispatch({ type: "event", name, data });
-      if (name === "runFinished" || name === "joined" || name === "gap") void refresh();
+      enqueue(name, data);
+      if (name === "runFinished" || name === "joined" || name === "gap") {
+        flush();
+        void refresh();
+      }
     };
 
     const stop = () => {
@@ -241,6 +276,8 @@ export function useRun(id: string) {
     return () => {
       closed = true;
       window.clearTimeout(retry);
+      window.clearTimeout(timer);
+      if (frame !== undefined) cancelAnimationFrame(frame);
       source?.close();
     };
   }, [id, refresh]);
