@@ -12,6 +12,7 @@
 #   bench/instructions.sh gateway_hook          # the same with one blocking JavaScript pre hook
 #   CLIENTS=16 LOW=200 HIGH=1200 SKIP_BUILD=1 bench/instructions.sh http
 #   MCPFLOW=/path/to/other/mcpflow bench/instructions.sh http   # A/B another build
+#   CONFIG=bench/configs/telemetry.yaml bench/instructions.sh http   # another graph (tool `add`)
 #
 # Prints one JSON line. `memcpy` is reported apart: callgrind counts `rep movsb` once per byte,
 # so those Ir are roughly bytes copied, not time.
@@ -44,7 +45,7 @@ totals() { # file
 
 run_http() { # calls out
     local log="$work/serve.log"
-    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/http.yaml \
+    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve "${CONFIG:-bench/configs/http.yaml}" \
         --http 127.0.0.1:0 2>"$log" &
     local server=$! url
     # Under valgrind the start takes seconds.

@@ -26,12 +26,15 @@
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
 //!
+//! `/metrics` (Prometheus, OpenMetrics text) is here too, beside the API ([`metrics`]).
+//!
 //! This crate frames no MCP message; `server` mounts its router.
 
 mod debug;
 mod error;
 mod graph;
 mod http;
+pub mod metrics;
 pub mod registry;
 mod runs;
 mod sessions;
@@ -143,7 +146,14 @@ impl Api {
             .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
+            .merge(self.metrics_router())
             .merge(ui::router())
+    }
+
+    /// `/metrics` alone, over the same engine (a stdio server's own metrics listener).
+    pub fn metrics_router(&self) -> Router {
+        let api = self.clone();
+        metrics::router(move || api.engine())
     }
 }
 

@@ -67,7 +67,7 @@ pub use error::{ConfigError, ConfigErrors};
 pub use include::{MAX_INCLUDED_FILES, save_dir};
 pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
 pub use mcpflow_model::*;
-pub use mcpflow_model::{http, session};
+pub use mcpflow_model::{http, session, telemetry};
 pub use mcpgraph_0_1_23::{MigrateError, Migrated, migrate};
 pub use read::{ReadError, read_text};
 pub use schema::schema;

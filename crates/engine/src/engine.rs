@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 use mcpflow_expr::Limits;
 use mcpflow_model::{CompileErrors, Config};
 use mcpflow_upstream::UpstreamPool;
+use tracing::Instrument;
 
 use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
@@ -187,6 +188,7 @@ impl Engine {
     }
 
     pub(crate) fn observe_end(&self, run: &Run) {
+        mcpflow_telemetry::metrics::run_ended(&run.tool, run.status.as_str());
         if let Some(observer) = self.inner.observer.get() {
             observer.ended(run);
         }
@@ -221,6 +223,16 @@ impl Engine {
         {
             return self.start_durable(durability, graph, request).await;
         }
+        let span = crate::spans::run(graph.name(), &id, false);
+        let run = self
+            .run_plain(id, graph, request)
+            .instrument(span.clone())
+            .await;
+        crate::spans::run_ended(&span, run.status, run.error());
+        run
+    }
+
+    async fn run_plain(&self, id: Arc<str>, graph: &Graph, request: RunRequest) -> Run {
         let RunRequest {
             args,
             control,

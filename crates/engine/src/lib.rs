@@ -49,6 +49,7 @@ mod request;
 mod resilience;
 mod run;
 mod schema;
+mod spans;
 
 pub use compile::check;
 pub use control::{Breakpoint, Control, DebugState, PausedLine};

@@ -16,6 +16,7 @@ use mcpflow_upstream::UpstreamPool;
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
+use tracing::Instrument;
 
 use crate::control::{Control, Here};
 use crate::error::{RunError, RunErrorKind};
@@ -48,6 +49,17 @@ impl RunStatus {
             }
             Err(e) if e.kind == RunErrorKind::Stopped => RunStatus::Stopped,
             Err(_) => RunStatus::Failed,
+        }
+    }
+
+    /// The status as serialized (`succeeded`, `waiting`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Waiting => "waiting",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Cancelled => "cancelled",
         }
     }
 }
@@ -398,7 +410,13 @@ impl<'a> Executor<'a> {
                     node_type: step.kind.type_name(),
                 });
                 let start = shared.started.elapsed();
-                let (outcome, attempts) = self.attempts(frame, at, &mut args).await;
+                let node_span = crate::spans::node(step, frame.parent.as_ref());
+                let (outcome, attempts) = self
+                    .attempts(frame, at, &mut args)
+                    .instrument(node_span.clone())
+                    .await;
+                let failed = outcome.as_ref().err().map(|(f, _)| &f.err);
+                crate::spans::node_ended(&node_span, attempts, failed);
                 let span = Span {
                     start,
                     end: shared.started.elapsed(),

@@ -23,6 +23,7 @@ mod run;
 mod runs_cmd;
 mod serve;
 mod state;
+mod telemetry;
 mod upstream_cmd;
 
 use std::process::ExitCode;
@@ -72,7 +73,6 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(command: &Command) {
-    use tracing_subscriber::EnvFilter;
     // Serving is long-lived, so say more by default; one-shot commands stay quiet.
     // rmcp logs at info every service it starts and ends: over HTTP in the 2026-07-28 era
     // that is two stderr lines per request, a measurable share of each call.
@@ -80,12 +80,7 @@ fn init_logging(command: &Command) {
         Command::Serve(_) => "info,rmcp=warn",
         _ => "warn",
     };
-    let filter = EnvFilter::try_from_env("MCPFLOW_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    telemetry::init_logging(default);
 }
 
 /// `MCPFLOW_WORKER_THREADS=0`: everything on the main thread; `N`: N workers; unset: the main

@@ -61,10 +61,24 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A one-shot run exports its spans too, when a collector is named (no metrics: nobody
+    // could scrape them).
+    let telemetry = match crate::telemetry::start(
+        loaded.config.telemetry.as_ref(),
+        &loaded.config.server.name,
+        false,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: {e}", args.config.display());
+            return ExitCode::from(2);
+        }
+    };
     let run = engine
         .run(mcpflow_engine::RunRequest::new(args.tool.as_str(), input))
         .await;
     settle(&engine, store, &run).await;
+    telemetry.shutdown().await;
     report(&run, graph.output_validator(), args.history)
 }
 

@@ -19,6 +19,26 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
+    // Metrics are kept only where they can be scraped: the HTTP listener, or an address of
+    // their own.
+    let scrapeable = args.http.is_some()
+        || loaded
+            .config
+            .telemetry
+            .as_ref()
+            .and_then(|t| t.metrics.as_ref())
+            .is_some_and(|m| m.address.is_some());
+    let telemetry = match crate::telemetry::start(
+        loaded.config.telemetry.as_ref(),
+        &loaded.config.server.name,
+        scrapeable,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: {e}", args.config.config.display());
+            return ExitCode::from(2);
+        }
+    };
     let pool = engine.pool().clone();
     let owner = crate::state::owner(args.instance.as_deref());
     let upkeep = match crate::state::start(&engine, &loaded, &args, owner.clone()).await {
@@ -46,6 +66,22 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     }
     let live = LiveServer::new(server, Reloader::reloads(&loaded));
     reloader.serve(live.clone());
+    let metrics_address = loaded
+        .config
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.metrics.as_ref())
+        .and_then(|m| m.address.as_deref());
+    if let Some(address) = metrics_address
+        && let Err(e) = serve_metrics(address, &live).await
+    {
+        eprintln!(
+            "{}: telemetry.metrics.address: {e}",
+            args.config.config.display()
+        );
+        pool.shutdown().await;
+        return ExitCode::from(2);
+    }
     let result = match args.http {
         None => {
             tracing::info!(
@@ -70,6 +106,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     };
     reloader.stop().await;
     pool.shutdown().await;
+    telemetry.shutdown().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -110,6 +147,27 @@ async fn serve_http(
     eprintln!("mcpflow: listening on http://{local}/mcp");
     listener.serve(server, options, shutdown).await?;
     eprintln!("mcpflow: stopped");
+    Ok(())
+}
+
+/// `/metrics` on a listener of its own (`telemetry.metrics.address`): how a server that
+/// serves over stdio is scraped. It lives as long as the process.
+async fn serve_metrics(address: &str, live: &LiveServer) -> Result<(), String> {
+    let addr: std::net::SocketAddr = address
+        .parse()
+        .map_err(|e| format!("`{address}` is not host:port ({e})"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("mcpflow: metrics on http://{local}/metrics");
+    let current = live.clone();
+    let app = mcpflow_api::metrics::router(move || current.current().engine().clone());
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!("the metrics listener stopped: {e}");
+        }
+    });
     Ok(())
 }
 

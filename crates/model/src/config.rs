@@ -53,6 +53,9 @@ pub struct Config {
     /// Built-in tools that teach, check and run graph tools (`mcpflow serve --authoring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authoring: Option<crate::authoring::AuthoringConfig>,
+    /// Traces over OTLP and Prometheus metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 /// What `initialize` tells the client about this server.

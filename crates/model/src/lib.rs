@@ -32,6 +32,7 @@ mod schema;
 pub mod script;
 pub mod session;
 pub mod store;
+pub mod telemetry;
 
 pub use authoring::AuthoringConfig;
 pub use compile::{CompileError, CompileErrors, ToolParts, Within, describe};

@@ -126,4 +126,22 @@ impl SandboxError {
             | SandboxError::Internal(_) => Fault::Sandbox,
         }
     }
+
+    /// The `kind` label of `mcpflow_sandbox_failures_total`; none for a call its caller
+    /// cancelled, which is not a failure.
+    pub fn metric_kind(&self) -> Option<&'static str> {
+        Some(match self {
+            SandboxError::Syntax { .. } | SandboxError::NotAFunction { .. } => "compile",
+            SandboxError::Thrown { .. } => "exception",
+            SandboxError::Timeout { .. } => "time",
+            SandboxError::OutOfMemory { .. } => "memory",
+            SandboxError::StackOverflow { .. } => "stack",
+            SandboxError::Unsettled => "unsettled",
+            SandboxError::Input { .. } => "input",
+            SandboxError::Output { .. } | SandboxError::OutputTooLarge { .. } => "output",
+            SandboxError::Busy { .. } => "busy",
+            SandboxError::Options(_) | SandboxError::Internal(_) => "internal",
+            SandboxError::Cancelled => return None,
+        })
+    }
 }

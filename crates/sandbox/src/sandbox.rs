@@ -197,14 +197,26 @@ impl Script {
             // Owned by the future: dropping it before the answer stops the script.
             let _cancel = cancel;
             if let Err(e) = submitted {
+                count_failure(&e);
                 return CallOutcome::failed(e);
             }
-            outcome.await.unwrap_or_else(|_| {
+            let outcome = outcome.await.unwrap_or_else(|_| {
                 CallOutcome::failed(SandboxError::Internal(
                     "the sandbox worker stopped before answering".into(),
                 ))
-            })
+            });
+            if let Err(e) = &outcome.result {
+                count_failure(e);
+            }
+            outcome
         }
+    }
+}
+
+/// Every failed call, by kind, in the process's metrics (a cancelled call is not a failure).
+fn count_failure(error: &SandboxError) {
+    if let Some(kind) = error.metric_kind() {
+        mcpflow_telemetry::metrics::sandbox_failure(kind);
     }
 }
 

@@ -16,6 +16,7 @@ mod error;
 mod handler;
 mod http;
 mod live;
+mod observe;
 mod result;
 mod server;
 mod session;

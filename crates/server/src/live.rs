@@ -7,14 +7,17 @@
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
-    ServerNotification, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerConfig, ServerNotification, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
+use crate::observe::Observation;
 use crate::server::GraphServer;
+use mcpflow_telemetry::metrics::ToolKind;
 
 /// A [`GraphServer`] that [`LiveServer::replace`] swaps without dropping a connection. Cheap
 /// to clone; every clone serves the same current server.
@@ -123,7 +126,30 @@ impl ServerHandler for LiveServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.current().list_tools(request, context).await
+        let observed = Observation::start("tools/list", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().list_tools(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // rmcp's own answer (the negotiated version, this server's info), counted.
+        let observed = Observation::start("initialize", None, None, &context);
+        context.peer.set_peer_info(request.clone());
+        let answer = std::future::ready(self.negotiate_initialize(&request));
+        Observation::around(observed, answer, |_| ToolKind::Graph).await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let observed = Observation::start("ping", None, None, &context);
+        Observation::around(observed, std::future::ready(Ok(())), |_| ToolKind::Graph).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -135,7 +161,23 @@ impl ServerHandler for LiveServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.current().call_tool(request, context).await
+        let observed = Observation::start(
+            "tools/call",
+            Some(&request.name),
+            request.arguments.as_ref(),
+            &context,
+        );
+        let server = self.current();
+        let kind = |tool: &str| {
+            if server.authoring().is_some_and(|a| a.handles(tool)) {
+                ToolKind::Authoring
+            } else if server.owns(tool) {
+                ToolKind::Graph
+            } else {
+                ToolKind::Proxied
+            }
+        };
+        Observation::around(observed, server.call_tool(request, context), kind).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -152,7 +194,13 @@ impl ServerHandler for LiveServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        self.current().list_resources(request, context).await
+        let observed = Observation::start("resources/list", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().list_resources(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     async fn list_resource_templates(
@@ -160,9 +208,13 @@ impl ServerHandler for LiveServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        self.current()
-            .list_resource_templates(request, context)
-            .await
+        let observed = Observation::start("resources/templates/list", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().list_resource_templates(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     async fn read_resource(
@@ -170,7 +222,13 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        self.current().read_resource(request, context).await
+        let observed = Observation::start("resources/read", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().read_resource(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     async fn complete(
@@ -178,7 +236,11 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, McpError> {
-        self.current().complete(request, context).await
+        let observed = Observation::start("completion/complete", None, None, &context);
+        Observation::around(observed, self.current().complete(request, context), |_| {
+            ToolKind::Graph
+        })
+        .await
     }
 
     #[expect(deprecated, reason = "clients on 2025-11-25 still set a log level")]
@@ -187,7 +249,11 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.current().set_level(request, context).await
+        let observed = Observation::start("logging/setLevel", None, None, &context);
+        Observation::around(observed, self.current().set_level(request, context), |_| {
+            ToolKind::Graph
+        })
+        .await
     }
 
     #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
@@ -196,7 +262,11 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.current().subscribe(request, context).await
+        let observed = Observation::start("resources/subscribe", None, None, &context);
+        Observation::around(observed, self.current().subscribe(request, context), |_| {
+            ToolKind::Graph
+        })
+        .await
     }
 
     #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
@@ -205,7 +275,13 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.current().unsubscribe(request, context).await
+        let observed = Observation::start("resources/unsubscribe", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().unsubscribe(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     async fn list_prompts(
@@ -213,7 +289,13 @@ impl ServerHandler for LiveServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        self.current().list_prompts(request, context).await
+        let observed = Observation::start("prompts/list", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().list_prompts(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     async fn get_prompt(
@@ -221,7 +303,13 @@ impl ServerHandler for LiveServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        self.current().get_prompt(request, context).await
+        let observed = Observation::start("prompts/get", None, None, &context);
+        Observation::around(
+            observed,
+            self.current().get_prompt(request, context),
+            |_| ToolKind::Graph,
+        )
+        .await
     }
 
     fn accepted_subscription_filter(

@@ -9,7 +9,11 @@
 //! request and read the answer.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use mcpflow_telemetry::metrics::{self, Outcome};
+use mcpflow_telemetry::trace;
+use tracing::Instrument;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ListToolsRequest,
@@ -97,6 +101,60 @@ impl Upstream {
         request: ClientRequest,
         options: &SendOptions,
     ) -> Result<ServerResult, UpstreamError> {
+        if !trace::on() && metrics::get().is_none() {
+            return self.send_unobserved(request, options).await;
+        }
+        let method = metrics::method_label(request.method());
+        let span = self.request_span(method, &request);
+        let started = Instant::now();
+        let result = self
+            .send_unobserved(request, options)
+            .instrument(span.clone())
+            .await;
+        let outcome = match &result {
+            Err(_) => Outcome::Error,
+            Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+        };
+        if outcome != Outcome::Ok {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", outcome.as_str());
+        }
+        metrics::upstream_request(&self.name, method, outcome, started.elapsed());
+        result
+    }
+
+    /// The span of one request to this upstream, a child of the current one (the node, or
+    /// the proxied request).
+    fn request_span(&self, method: &'static str, request: &ClientRequest) -> tracing::Span {
+        if !trace::on() {
+            return tracing::Span::none();
+        }
+        let tool = match request {
+            ClientRequest::CallToolRequest(call) => Some(&*call.params.name),
+            _ => None,
+        };
+        let name = match tool {
+            Some(tool) => format!("{method} {tool}"),
+            None => method.to_owned(),
+        };
+        mcpflow_telemetry::span!(
+            "mcp.client.request",
+            otel.name = name,
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            mcp.method.name = method,
+            gen_ai.tool.name = tool,
+            mcpflow.upstream = &*self.name,
+        )
+    }
+
+    async fn send_unobserved(
+        &self,
+        request: ClientRequest,
+        options: &SendOptions,
+    ) -> Result<ServerResult, UpstreamError> {
         let operation = operation(&request);
         let Some(cancel) = &options.cancel else {
             return self.send_uncancelled(request, &operation, options).await;
@@ -153,6 +211,18 @@ impl Upstream {
                 None
             }
             None => None,
+        };
+        // The caller's trace goes on upstream: the span of this request as its parent.
+        let meta = match trace::carry(&tracing::Span::current()) {
+            None => meta,
+            Some(context) => {
+                let mut meta = meta.unwrap_or_default();
+                meta.set_traceparent(context.traceparent);
+                if let Some(state) = context.tracestate {
+                    meta.set_tracestate(state);
+                }
+                Some(meta)
+            }
         };
         let how = Sending {
             timeout: options.timeout.unwrap_or(self.call_timeout),

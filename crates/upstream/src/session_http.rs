@@ -116,6 +116,29 @@ impl SessionHttpClient {
     }
 }
 
+/// The request's W3C trace context (`_meta.traceparent`, put there by `send`) as HTTP headers
+/// too: collectors and proxies in front of an HTTP upstream read the header, not the body.
+fn with_trace_context(
+    message: &ClientJsonRpcMessage,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> HashMap<HeaderName, HeaderValue> {
+    use rmcp::model::GetMeta;
+    let rmcp::model::JsonRpcMessage::Request(request) = message else {
+        return headers;
+    };
+    let meta = request.request.get_meta();
+    let fields = [
+        ("traceparent", meta.get_traceparent()),
+        ("tracestate", meta.get_tracestate()),
+    ];
+    for (name, value) in fields {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    headers
+}
+
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
 impl StreamableHttpClient for SessionHttpClient {
@@ -133,6 +156,7 @@ impl StreamableHttpClient for SessionHttpClient {
             refusable(&message, session_id.as_ref()),
             session_id.is_none(),
         );
+        let custom_headers = with_trace_context(&message, custom_headers);
         async move {
             let response = self
                 .http
@@ -155,6 +179,7 @@ impl StreamableHttpClient for SessionHttpClient {
             refusable(&message, session_id.as_ref()),
             session_id.is_none(),
         );
+        let custom_headers = with_trace_context(&message, custom_headers);
         async move {
             let response = self
                 .http

@@ -50,6 +50,8 @@ pub(crate) struct Upstream {
     /// A listing went without this upstream's tools while it was (re)starting: its next
     /// successful start announces a list change, so the listing is made again.
     change_owed: AtomicBool,
+    /// A connection was made before: the next one is a restart (counted in the metrics).
+    connected_before: AtomicBool,
     /// Cancelled when the upstream is shut down or dropped: a start under way is abandoned.
     stop: CancellationToken,
     /// Stderr of the newest process, kept after it dies for [`Upstream::stderr_tail`].
@@ -137,6 +139,7 @@ impl Upstream {
             slot: Mutex::new(Slot::default()),
             failures: AtomicU32::new(0),
             change_owed: AtomicBool::new(false),
+            connected_before: AtomicBool::new(false),
             stop: CancellationToken::new(),
             stderr: Mutex::new(None),
             catalog: Arc::default(),
@@ -249,6 +252,7 @@ impl Upstream {
                 return Ok(Ready::Now(connection.clone()));
             }
             tracing::info!(server = %self.name, "upstream connection is gone; starting a new one");
+            mcpflow_telemetry::metrics::upstream_connection(&self.name, false, false);
             // The next session may list other tools than this one did.
             self.catalog.invalidate();
             slot.connection = None;
@@ -337,6 +341,8 @@ impl Upstream {
                 slot.connection = Some(connection.clone());
                 slot.last_error = None;
                 drop(slot);
+                let restart = self.connected_before.swap(true, Ordering::Relaxed);
+                mcpflow_telemetry::metrics::upstream_connection(&self.name, true, restart);
                 if self.change_owed.swap(false, Ordering::AcqRel) {
                     self.feeds.announce_change(&self.name);
                 }
@@ -344,6 +350,7 @@ impl Upstream {
             }
             Err(error) => {
                 tracing::warn!(server = %self.name, %error, "upstream failed to start");
+                mcpflow_telemetry::metrics::upstream_connection(&self.name, false, false);
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 slot.last_failure = Some(Instant::now());
                 slot.last_error = Some(error.clone());

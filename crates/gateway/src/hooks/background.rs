@@ -3,6 +3,7 @@
 //! hooks hold one of [`BACKGROUND_GRAPH_HOOKS`] slots. A full queue drops the call (counted,
 //! logged) rather than grow.
 
+use mcpflow_telemetry::metrics::{self, HookOutcome};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,8 +42,16 @@ impl Background {
 impl Hooks {
     /// Starts a non-blocking hook on its bounded queue, or drops it (counted, logged) when the
     /// queue is full. Its answer is ignored and its failure only logged.
-    pub(super) fn in_background(&self, hook: &Compiled, ctx: Value) {
+    pub(super) fn in_background(&self, hook: &Compiled, ctx: Value, stage: &'static str) {
         let id = hook.config.id.clone();
+        let count = move |id: &str, failed: bool| {
+            let outcome = if failed {
+                HookOutcome::Failed
+            } else {
+                HookOutcome::Passed
+            };
+            metrics::hook(id, stage, outcome, None);
+        };
         match &hook.body {
             Body::Script(script) => {
                 let call = script.call_in_background(&ctx);
@@ -50,6 +59,7 @@ impl Hooks {
                 tokio::spawn(async move {
                     let outcome = call.await;
                     log_console(script_name(&id), &outcome.logs);
+                    count(&id, outcome.result.is_err());
                     match outcome.result {
                         Err(SandboxError::Busy { queued }) => {
                             let dropped = background.dropped();
@@ -69,6 +79,7 @@ impl Hooks {
                         .graph_dropped
                         .fetch_add(1, Ordering::Relaxed);
                     let dropped = self.background.dropped();
+                    count(&id, true);
                     tracing::warn!(hook = %id, in_flight = BACKGROUND_GRAPH_HOOKS, dropped, "non-blocking hook dropped: too many running");
                     return;
                 };
@@ -76,6 +87,7 @@ impl Hooks {
                 tokio::spawn(async move {
                     let outcome = run.await;
                     drop(slot);
+                    count(&id, outcome.is_err());
                     if let Err(e) = outcome {
                         let error = e.to_string().escape_debug().to_string();
                         tracing::warn!(hook = %id, %error, "non-blocking hook failed");

@@ -32,11 +32,12 @@
 //! hook's output cannot start a forged log line; so are its error messages.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use mcpflow_model::proxy::{Hook, HookMethod, HookPhase, OnHookError};
 use mcpflow_sandbox::{Fault, Sandbox, SandboxError, Script};
+use mcpflow_telemetry::metrics::{self, HookOutcome};
 use serde_json::{Map, Value, json};
 
 use crate::error::GatewayError;
@@ -243,16 +244,24 @@ impl Hooks {
         for hook in self.matching(phase, target) {
             let ctx = context(&target, &hook.config.id, &params, response.as_ref());
             if !hook.config.is_blocking() {
-                self.in_background(hook, ctx);
+                self.in_background(hook, ctx, stage(phase));
                 continue;
             }
+            let started = Instant::now();
             let outcome = hook.body.call(ctx).await.and_then(|answer| {
                 apply(phase, answer, &mut params, &mut response).map_err(Failure::hook)
             });
             let id = &hook.config.id;
+            let counted = match &outcome {
+                Ok(Applied::Passed) => HookOutcome::Passed,
+                Ok(Applied::Rewrote) => HookOutcome::Rewrote,
+                Ok(Applied::Rejected(_)) => HookOutcome::Rejected,
+                Err(_) => HookOutcome::Failed,
+            };
+            metrics::hook(id, stage(phase), counted, Some(started.elapsed()));
             match outcome {
-                Ok(None) => {}
-                Ok(Some(message)) => return Verdict::Reject(message),
+                Ok(Applied::Passed | Applied::Rewrote) => {}
+                Ok(Applied::Rejected(message)) => return Verdict::Reject(message),
                 Err(e) => {
                     let policy = hook.config.on_hook_error.unwrap_or_default();
                     let error = e.message.escape_debug().to_string();
@@ -292,15 +301,29 @@ pub(super) fn log_console(hook: String, lines: &[mcpflow_sandbox::LogLine]) {
     }
 }
 
-/// Takes a blocking hook's answer into the traffic; `Some(message)` when it rejects.
+/// What a blocking hook's answer did to the traffic.
+enum Applied {
+    Passed,
+    Rewrote,
+    Rejected(String),
+}
+
+pub(super) fn stage(phase: HookPhase) -> &'static str {
+    match phase {
+        HookPhase::Pre => "pre",
+        HookPhase::Post => "post",
+    }
+}
+
+/// Takes a blocking hook's answer into the traffic.
 fn apply(
     phase: HookPhase,
     answer: Option<Value>,
     params: &mut Value,
     response: &mut Option<Value>,
-) -> Result<Option<String>, String> {
+) -> Result<Applied, String> {
     let answer = match answer {
-        None | Some(Value::Null) => return Ok(None),
+        None | Some(Value::Null) => return Ok(Applied::Passed),
         Some(Value::Object(answer)) => answer,
         Some(other) => {
             return Err(format!(
@@ -310,11 +333,12 @@ fn apply(
         }
     };
     if let Some(reject) = answer.get("reject") {
-        return Ok(Some(match reject {
+        return Ok(Applied::Rejected(match reject {
             Value::String(message) => message.clone(),
             other => other.to_string(),
         }));
     }
+    let mut applied = Applied::Passed;
     match phase {
         HookPhase::Pre => {
             if let Some(new) = answer.get("request").and_then(|r| r.get("params")) {
@@ -324,7 +348,10 @@ fn apply(
                         kind(new)
                     ));
                 }
-                *params = new.clone();
+                if params != new {
+                    *params = new.clone();
+                    applied = Applied::Rewrote;
+                }
             }
         }
         HookPhase::Post => {
@@ -332,11 +359,14 @@ fn apply(
                 if !new.is_object() {
                     return Err(format!("its response is {}, not an object", kind(new)));
                 }
-                *response = Some(new.clone());
+                if response.as_ref() != Some(new) {
+                    *response = Some(new.clone());
+                    applied = Applied::Rewrote;
+                }
             }
         }
     }
-    Ok(None)
+    Ok(applied)
 }
 
 fn kind(v: &Value) -> &'static str {

@@ -68,7 +68,9 @@ struct SessionGuard {
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.ct.cancel();
-        self.state.sessions().remove(&self.id);
+        if self.state.sessions().remove(&self.id).is_some() {
+            mcpflow_telemetry::metrics::http_sessions("sse", -1);
+        }
         tracing::debug!(session = %self.id, "legacy SSE session closed");
     }
 }
@@ -86,6 +88,7 @@ pub(crate) async fn open(State(state): State<Arc<LegacySse>>, request: Request) 
     let (inbox_tx, inbox_rx) = mpsc::channel::<ClientJsonRpcMessage>(INBOX);
     let (outbox_tx, outbox_rx) = mpsc::channel::<ServerJsonRpcMessage>(INBOX);
     state.sessions().insert(id.clone(), inbox_tx);
+    mcpflow_telemetry::metrics::http_sessions("sse", 1);
     let ct = state.shutdown.child_token();
     let server = state.server.clone();
     let session_ct = ct.clone();

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# What telemetry costs per call: the same graph tool (bench/configs/telemetry.yaml: one upstream
+# call and a transform) over Streamable HTTP, with telemetry off, with metrics on (the
+# default), and with metrics and tracing on at 100 % sampling to a local OTLP/HTTP sink
+# (bench/otlp_sink.py). The modes alternate for ROUNDS rounds (one server per round and
+# mode) so drift on the shared cores hits each alike; the table gives each mode's median
+# calls/s and server CPU per call, and the CPU ratio to "off".
+#
+#   bench/telemetry.sh                        # 3 rounds, 10 s each, 16 clients
+#   ROUNDS=5 SECONDS_PER_RUN=5 CLIENTS=1 bench/telemetry.sh
+#   INSTRUCTIONS=1 SKIP_BUILD=1 bench/telemetry.sh   # also callgrind's Ir per call per mode
+#
+# A measurement, not a test.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+need jq "to read mcpflow-bench's JSON lines"
+need python3 "the OTLP sink"
+build_release
+machine_line
+
+rounds=${ROUNDS:-3}
+secs=${SECONDS_PER_RUN:-10}
+clients=${CLIENTS:-16}
+work=$(mktemp -d)
+sink_pid=
+trap '[[ -n $sink_pid ]] && kill $sink_pid 2>/dev/null; rm -rf "$work"' EXIT
+
+python3 bench/otlp_sink.py >"$work/sink.out" &
+sink_pid=$!
+for _ in $(seq 50); do grep -q '^port ' "$work/sink.out" && break; sleep 0.1; done
+sink_port=$(sed -n 's/^port //p' "$work/sink.out")
+[[ -n $sink_port ]] || { echo "bench: the OTLP sink did not start" >&2; exit 1; }
+
+config() { # mode -> path of its config
+    local path="$work/$1.yaml"
+    cp bench/configs/telemetry.yaml "$path"
+    case $1 in
+        off) echo 'telemetry: { metrics: { enabled: false } }' >>"$path" ;;
+        metrics) ;;
+        tracing) printf 'telemetry:\n  traces: { endpoint: "http://127.0.0.1:%s", protocol: "http/protobuf", samplingRatio: 1 }\n' "$sink_port" >>"$path" ;;
+    esac
+    echo "$path"
+}
+
+# The batch exporter's defaults (2048 spans queued, 512 per export, every 5 s) drop spans at
+# thousands of calls/s; these keep every span, which is what a 100 % sampling rate means.
+export OTEL_BSP_MAX_QUEUE_SIZE=65536 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192 OTEL_BSP_SCHEDULE_DELAY=500
+
+results="$work/results.jsonl"
+for round in $(seq "$rounds"); do
+    for mode in off metrics tracing; do
+        log="$work/serve.log"
+        "$REL/mcpflow" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
+        server=$!
+        url=$(listen_url "$log" 100)
+        line=$("$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
+            --protocol 2026-07-28 --clients "$clients" --seconds "$secs" --server-pid "$server")
+        kill -INT "$server"; wait "$server" || true
+        jq -c --arg mode "$mode" --argjson round "$round" '. + {mode: $mode, round: $round}' <<<"$line" | tee -a "$results" >&2
+    done
+done
+
+echo "| telemetry | calls/s (median) | server CPU µs/call (median) | CPU vs off | p50 µs | p99 µs |"
+echo "|---|---|---|---|---|---|"
+jq -rs '
+  def median: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
+  (map(select(.mode == "off")) | map(.server_cpu_us) | median) as $off
+  | group_by(.mode) | map({mode: .[0].mode, cps: (map(.calls_per_s) | median),
+      cpu: (map(.server_cpu_us) | median), p50: (map(.p50_us) | median), p99: (map(.p99_us) | median)})
+  | sort_by({off: 0, metrics: 1, tracing: 2}[.mode])
+  | .[] | "| \(.mode) | \(.cps) | \(.cpu) | \(((.cpu / $off - 1) * 1000 | round) / 10) % | \(.p50) | \(.p99) |"' "$results"
+
+if [[ ${INSTRUCTIONS:-0} == 1 ]]; then
+    for mode in off metrics tracing; do
+        CONFIG=$(config $mode) PROTOCOL=2026-07-28 SKIP_BUILD=1 bench/instructions.sh http |
+            jq -c --arg mode "$mode" '. + {telemetry: $mode}'
+    done
+fi
+kill -TERM "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null || true
+sink_pid=
+echo "# OTLP sink: $(tail -n 1 "$work/sink.out")" >&2

@@ -1,0 +1,256 @@
+//! The process's logging and telemetry: the `tracing` subscriber (logs to stderr, and the
+//! slot that spans for export reach once traces are on), the OTLP trace pipeline and the
+//! metrics switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use mcpflow_config::telemetry::{OtlpProtocol, TelemetryConfig};
+use mcpflow_telemetry::trace::{self, ExportSlot};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Registry};
+
+type OtelLayer = tracing_opentelemetry::OpenTelemetryLayer<Registry, SdkTracer>;
+
+static SLOT: OnceLock<ExportSlot<OtelLayer>> = OnceLock::new();
+
+/// Logs to stderr as `MCPFLOW_LOG` says (else `default`), and an empty slot for exporting
+/// spans. Spans for export never reach the log, whatever `MCPFLOW_LOG` says.
+pub fn init_logging(default: &str) {
+    let filter = EnvFilter::try_from_env("MCPFLOW_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = match format!("{}=off", trace::TARGET).parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(filter);
+    let (exporting, only_exported, slot) = trace::exporting::<OtelLayer>();
+    let _ = SLOT.set(slot);
+    tracing_subscriber::registry()
+        .with(exporting.with_filter(only_exported))
+        .with(logs)
+        .init();
+}
+
+/// What was turned on; flushes and stops the exporter when dropped at the end of serving.
+pub struct Telemetry {
+    traces: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Sends the spans still buffered and stops the exporter (blocking, so off the runtime's
+    /// workers), within the exporter's own timeout.
+    pub async fn shutdown(mut self) {
+        if let Some(provider) = self.traces.take() {
+            let _ = tokio::task::spawn_blocking(move || {
+                if let Err(e) = provider.shutdown() {
+                    tracing::warn!("traces: the exporter did not stop cleanly: {e}");
+                }
+            })
+            .await;
+        }
+    }
+}
+
+/// Turns on what `config` and the environment ask for: metrics unless switched off (for a
+/// server), traces when a collector is named. `server_name` is the default `service.name`.
+pub fn start(
+    config: Option<&TelemetryConfig>,
+    server_name: &str,
+    metrics: bool,
+) -> Result<Telemetry, String> {
+    let metrics_on = metrics
+        && config
+            .and_then(|c| c.metrics.as_ref())
+            .and_then(|m| m.enabled)
+            .unwrap_or(true);
+    if metrics_on {
+        mcpflow_telemetry::metrics::install();
+    }
+    let traces = match traces_wanted(config) {
+        None => None,
+        Some(endpoint) => Some(start_traces(config, server_name, endpoint)?),
+    };
+    Ok(Telemetry { traces })
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Where spans go, when anywhere: `Some(None)` when only the environment names the collector
+/// (the exporter reads it), `Some(Some(url))` from the config.
+fn traces_wanted(config: Option<&TelemetryConfig>) -> Option<Option<String>> {
+    let traces = config.and_then(|c| c.traces.as_ref());
+    if traces.and_then(|t| t.enabled) == Some(false)
+        || env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
+    {
+        return None;
+    }
+    if let Some(endpoint) = traces.and_then(|t| t.endpoint.clone()) {
+        return Some(Some(endpoint));
+    }
+    let from_env =
+        env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
+    if from_env.is_some() || traces.and_then(|t| t.enabled) == Some(true) {
+        return Some(None);
+    }
+    None
+}
+
+fn protocol(config: Option<&TelemetryConfig>) -> Result<OtlpProtocol, String> {
+    if let Some(p) = config
+        .and_then(|c| c.traces.as_ref())
+        .and_then(|t| t.protocol)
+    {
+        return Ok(p);
+    }
+    let var = [
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ]
+    .into_iter()
+    .find_map(|name| env(name).map(|v| (name, v)));
+    match var {
+        None => Ok(OtlpProtocol::HttpProtobuf),
+        Some((_, v)) if v == "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
+        Some((_, v)) if v == "grpc" => Ok(OtlpProtocol::Grpc),
+        Some((name, v)) => Err(format!(
+            "{name}={v}: mcpflow exports traces over `http/protobuf` or `grpc`"
+        )),
+    }
+}
+
+/// A config endpoint for OTLP/HTTP: the collector's base URL gets the traces path, as
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` does; a URL with a path is taken as it is.
+fn http_traces_url(endpoint: &str) -> String {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    match rest.find('/') {
+        None => format!("{endpoint}/v1/traces"),
+        Some(i) if rest[i..] == *"/" => format!("{}v1/traces", endpoint),
+        Some(_) => endpoint.to_owned(),
+    }
+}
+
+fn start_traces(
+    config: Option<&TelemetryConfig>,
+    server_name: &str,
+    endpoint: Option<String>,
+) -> Result<SdkTracerProvider, String> {
+    let traces = config.and_then(|c| c.traces.clone()).unwrap_or_default();
+    if let Some(url) = &endpoint
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        return Err(format!(
+            "telemetry.traces.endpoint: `{url}` is not an http:// or https:// URL"
+        ));
+    }
+    let protocol = protocol(config)?;
+    // `${VAR}` in a header value, as in an upstream's headers; the value itself is a secret
+    // and never appears in a message.
+    let mut headers = HashMap::new();
+    for (name, value) in &traces.headers {
+        let value = mcpflow_config::interpolate::interpolate_env(value)
+            .map_err(|e| format!("telemetry.traces.headers.{name}: {e}"))?;
+        headers.insert(name.clone(), value);
+    }
+    let exporter = match protocol {
+        OtlpProtocol::HttpProtobuf => {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
+            if let Some(url) = &endpoint {
+                builder = builder.with_endpoint(http_traces_url(url));
+            }
+            if !headers.is_empty() {
+                builder = builder.with_headers(headers);
+            }
+            builder.build()
+        }
+        OtlpProtocol::Grpc => {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+            if let Some(url) = &endpoint {
+                builder = builder.with_endpoint(url.clone());
+            }
+            if !headers.is_empty() {
+                let metadata = grpc_metadata(&headers)?;
+                builder = builder.with_metadata(metadata);
+            }
+            builder.build()
+        }
+    }
+    .map_err(|e| format!("telemetry.traces: cannot start the OTLP exporter: {e}"))?;
+    let service = config
+        .and_then(|c| c.service_name.clone())
+        .or_else(|| env("OTEL_SERVICE_NAME"))
+        .unwrap_or_else(|| server_name.to_owned());
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(service)
+        .build();
+    let mut provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource);
+    // Without a ratio in the config, OTEL_TRACES_SAMPLER (the SDK's default: parent-based,
+    // always on) decides.
+    if let Some(ratio) = traces.sampling_ratio {
+        provider = provider.with_sampler(Sampler::ParentBased(Box::new(
+            Sampler::TraceIdRatioBased(ratio.clamp(0.0, 1.0)),
+        )));
+    }
+    let provider = provider.build();
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("mcpflow"))
+        .with_tracked_inactivity(false);
+    if let Some(slot) = SLOT.get() {
+        slot.install(layer, traces.record_arguments.unwrap_or(false));
+    }
+    let shown = endpoint.unwrap_or_else(|| "the OTEL_EXPORTER_OTLP_* endpoint".to_owned());
+    let protocol = match protocol {
+        OtlpProtocol::HttpProtobuf => "http/protobuf",
+        OtlpProtocol::Grpc => "grpc",
+    };
+    tracing::info!(endpoint = %shown, protocol, "exporting traces over OTLP");
+    Ok(provider)
+}
+
+fn grpc_metadata(
+    headers: &HashMap<String, String>,
+) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, String> {
+    use axum::http::{HeaderMap, HeaderName, HeaderValue};
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let key = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+            .map_err(|_| format!("telemetry.traces.headers: `{name}` is not a header name"))?;
+        // The value is a secret: never in the message.
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            format!("telemetry.traces.headers.{name}: the value is not valid in a header")
+        })?;
+        map.insert(key, value);
+    }
+    Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::http_traces_url;
+
+    #[test]
+    fn a_base_url_gets_the_traces_path() {
+        assert_eq!(http_traces_url("http://c:4318"), "http://c:4318/v1/traces");
+        assert_eq!(http_traces_url("http://c:4318/"), "http://c:4318/v1/traces");
+        assert_eq!(
+            http_traces_url("http://c/otlp/v1/traces"),
+            "http://c/otlp/v1/traces"
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Traces end to end: `mcpflow serve --http` exports to a real OTLP receiver (OTLP/HTTP with
+//! protobuf bodies, and gRPC), decoded with the official OpenTelemetry protobuf definitions
+//! (`opentelemetry-proto`). A graph call with two upstream calls must give one trace, the
+//! client's, with the expected parent/child spans, and the upstream (the fixture records every
+//! message it receives) must have seen the same trace id in `_meta.traceparent`.
+mod http_common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use prost::Message;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// One span as the receiver decoded it.
+#[derive(Debug, Clone)]
+struct Span {
+    trace_id: String,
+    span_id: String,
+    parent: String,
+    name: String,
+    kind: i32,
+    attributes: HashMap<String, String>,
+    service: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn text(value: Option<&AnyValue>) -> String {
+    match value {
+        Some(AnyValue::StringValue(s)) => s.clone(),
+        Some(AnyValue::IntValue(i)) => i.to_string(),
+        Some(AnyValue::BoolValue(b)) => b.to_string(),
+        Some(AnyValue::DoubleValue(d)) => d.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn spans_of(request: ExportTraceServiceRequest) -> Vec<Span> {
+    let mut out = Vec::new();
+    for resource in request.resource_spans {
+        let service = resource
+            .resource
+            .iter()
+            .flat_map(|r| &r.attributes)
+            .find(|a| a.key == "service.name")
+            .map(|a| text(a.value.as_ref().and_then(|v| v.value.as_ref())))
+            .unwrap_or_default();
+        for scope in resource.scope_spans {
+            for span in scope.spans {
+                out.push(Span {
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent: hex(&span.parent_span_id),
+                    name: span.name,
+                    kind: span.kind,
+                    attributes: span
+                        .attributes
+                        .iter()
+                        .map(|a| {
+                            let v = a.value.as_ref().and_then(|v| v.value.as_ref());
+                            (a.key.clone(), text(v))
+                        })
+                        .collect(),
+                    service: service.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// An OTLP/HTTP receiver: `POST /v1/traces` with a protobuf `ExportTraceServiceRequest`.
+async fn http_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: Bytes| {
+            let tx = tx.clone();
+            async move {
+                let request =
+                    ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
+                for span in spans_of(request) {
+                    let _ = tx.send(span);
+                }
+                let response = ExportTraceServiceResponse::default().encode_to_vec();
+                ([("content-type", "application/x-protobuf")], response)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, rx)
+}
+
+struct Collector(mpsc::UnboundedSender<Span>);
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        for span in spans_of(request.into_inner()) {
+            let _ = self.0.send(span);
+        }
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// An OTLP/gRPC receiver: the collector's `TraceService`.
+async fn grpc_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(Collector(tx)))
+            .serve_with_incoming(incoming)
+            .await
+    });
+    (addr, rx)
+}
+
+fn config(dir: &Path, endpoint: &str, protocol: &str, record: &Path) -> std::path::PathBuf {
+    let yaml = format!(
+        r#"
+version: "1.0"
+server: {{ name: traced, version: "1.0.0" }}
+telemetry:
+  serviceName: traced-test
+  traces: {{ endpoint: "{endpoint}", protocol: "{protocol}" }}
+mcpServers:
+  fx: {{ command: "{fixture}", args: ["--record", "{record}"] }}
+tools:
+  - name: twice
+    inputSchema: {{ type: object, properties: {{ a: {{ type: number }} }}, required: [a] }}
+    nodes:
+      - {{ id: entry, type: entry, next: first }}
+      - {{ id: first, type: mcp, server: fx, tool: add, args: {{ a: {{ expr: "entry.a" }}, b: 1 }}, next: second }}
+      - {{ id: second, type: mcp, server: fx, tool: add, args: {{ a: {{ expr: "first.sum" }}, b: 1 }}, next: exit }}
+      - {{ id: exit, type: exit }}
+"#,
+        fixture = http_common::fixture().display(),
+        record = record.display(),
+    );
+    http_common::write_config(dir, &yaml)
+}
+
+/// A 2026-07-28 `tools/call` with the caller's trace context in the HTTP header.
+async fn call_twice(url: &str, traceparent: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "twice", "arguments": {"a": 40},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "trace-test", "version": "0.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "twice")
+        .header("traceparent", traceparent)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("tools/call sent");
+    let text = response.text().await.expect("body");
+    http_common::message(&text)
+}
+
+/// Spans until `enough` holds of them, within 30 s.
+async fn collect(
+    rx: &mut mpsc::UnboundedReceiver<Span>,
+    enough: impl Fn(&[Span]) -> bool,
+) -> Vec<Span> {
+    let mut spans = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !enough(&spans) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(span)) => spans.push(span),
+            _ => panic!("the receiver got only these spans: {spans:#?}"),
+        }
+    }
+    spans
+}
+
+fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
+    let found: Vec<&Span> = spans.iter().filter(|s| s.name == name).collect();
+    assert_eq!(found.len(), 1, "one span named `{name}` in {spans:#?}");
+    found[0]
+}
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+async fn one_trace_from_client_to_upstream(protocol: &str) {
+    let (addr, mut rx) = match protocol {
+        "grpc" => grpc_receiver().await,
+        _ => http_receiver().await,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("upstream.jsonl");
+    let config = config(dir.path(), &format!("http://{addr}"), protocol, &record);
+    // Batches leave every 50 ms instead of every 5 s.
+    let server = http_common::start_with_env(&config, &[], &[("OTEL_BSP_SCHEDULE_DELAY", "50")]);
+
+    let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"sum": 42}),
+        "{answer}"
+    );
+
+    let spans = collect(&mut rx, |s| {
+        s.iter().filter(|s| s.name == "tools/call add").count() >= 2
+            && s.iter().any(|s| s.name == "tools/call twice")
+            && s.iter().any(|s| s.name == "run twice")
+            && s.iter().filter(|s| s.name.starts_with("mcp ")).count() >= 2
+    })
+    .await;
+    for span in &spans {
+        assert_eq!(
+            span.trace_id, TRACE,
+            "every span is in the client's trace: {span:#?}"
+        );
+        assert_eq!(span.service, "traced-test");
+    }
+    // SPAN_KIND_SERVER = 2, SPAN_KIND_CLIENT = 3.
+    let request = one(&spans, "tools/call twice");
+    assert_eq!(
+        request.parent, CLIENT_SPAN,
+        "the request's parent is the client's span"
+    );
+    assert_eq!(request.kind, 2);
+    assert_eq!(request.attributes["mcp.method.name"], "tools/call");
+    assert_eq!(request.attributes["gen_ai.tool.name"], "twice");
+    assert!(
+        !request.attributes.contains_key("mcp.tool.arguments"),
+        "no argument unless the config opts in"
+    );
+    let run = one(&spans, "run twice");
+    assert_eq!(run.parent, request.span_id);
+    assert_eq!(run.attributes["mcpflow.run.status"], "succeeded");
+    let first = one(&spans, "mcp first");
+    let second = one(&spans, "mcp second");
+    for node in [first, second] {
+        assert_eq!(node.parent, run.span_id, "a node is a child of its run");
+        assert_eq!(node.attributes["mcpflow.node.type"], "mcp");
+        assert_eq!(node.attributes["mcpflow.node.attempts"], "1");
+    }
+    let calls: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "tools/call add")
+        .collect();
+    let mut parents: Vec<&str> = calls.iter().map(|c| c.parent.as_str()).collect();
+    parents.sort_unstable();
+    let mut nodes = vec![first.span_id.as_str(), second.span_id.as_str()];
+    nodes.sort_unstable();
+    assert_eq!(parents, nodes, "each upstream call is a child of its node");
+    for call in &calls {
+        assert_eq!(call.kind, 3);
+        assert_eq!(call.attributes["mcpflow.upstream"], "fx");
+    }
+
+    // The upstream saw the trace: each tools/call it received names its call span as parent.
+    let received = std::fs::read_to_string(&record).expect("the fixture recorded");
+    let mut seen: Vec<String> = received
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| {
+            m["params"]["_meta"]["traceparent"]
+                .as_str()
+                .unwrap_or("none")
+                .to_owned()
+        })
+        .collect();
+    seen.sort_unstable();
+    let mut expected: Vec<String> = calls
+        .iter()
+        .map(|c| format!("00-{TRACE}-{}-01", c.span_id))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(
+        seen, expected,
+        "the upstream got the trace context of each call"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_trace_over_otlp_http() {
+    one_trace_from_client_to_upstream("http/protobuf").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_trace_over_otlp_grpc() {
+    one_trace_from_client_to_upstream("grpc").await;
+}
+
+/// `_meta.traceparent` (SEP-414) is a parent too, and without any trace context the request
+/// starts a trace of its own; `recordArguments` puts the arguments in the request's span.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_traceparent_and_recorded_arguments() {
+    let (addr, mut rx) = http_receiver().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("upstream.jsonl");
+    let path = config(
+        dir.path(),
+        &format!("http://{addr}"),
+        "http/protobuf",
+        &record,
+    );
+    let yaml = std::fs::read_to_string(&path).expect("config").replace(
+        "protocol: \"http/protobuf\" }",
+        "protocol: \"http/protobuf\", recordArguments: true }",
+    );
+    std::fs::write(&path, yaml).expect("config");
+    let server = http_common::start_with_env(&path, &[], &[("OTEL_BSP_SCHEDULE_DELAY", "50")]);
+
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+    "name": "twice", "arguments": {"a": 1},
+    "_meta": {
+        "traceparent": format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "trace-test", "version": "0.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }}});
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "twice")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert!(response.status().is_success());
+    let spans = collect(&mut rx, |s| s.iter().any(|s| s.name == "tools/call twice")).await;
+    let request = one(&spans, "tools/call twice");
+    assert_eq!(request.trace_id, TRACE);
+    assert_eq!(request.parent, CLIENT_SPAN);
+    assert_eq!(request.attributes["mcp.tool.arguments"], r#"{"a":1}"#);
+
+    // No trace context: a new trace, with no parent.
+    let own = call_twice(&server.url, "not a traceparent").await;
+    assert!(own.get("result").is_some(), "{own}");
+    let spans = collect(&mut rx, |s| s.iter().any(|s| s.name == "tools/call twice")).await;
+    let request = one(&spans, "tools/call twice");
+    assert_ne!(request.trace_id, TRACE);
+    assert!(request.parent.is_empty(), "a root span: {request:#?}");
+}
