@@ -39,7 +39,11 @@ pub async fn tool_graph(State(api): State<Api>, Path(tool): Path<String>) -> Res
     };
     let nodes = serde_json::to_value(&graph.tool.nodes).unwrap_or(Json::Null);
     let nodes = nodes.as_array().cloned().unwrap_or_default();
-    ok(&draw(&api, graph.name(), index, &nodes))
+    let mut drawn = draw(&api, graph.name(), index, &nodes);
+    // What a client needs to run the tool (a form from its schema) and to show it.
+    drawn["description"] = json!(graph.tool.description);
+    drawn["inputSchema"] = graph.tool.input_schema.clone();
+    ok(&drawn)
 }
 
 fn text(v: &Json, key: &str) -> Option<String> {
@@ -119,6 +123,7 @@ fn draw(api: &Api, tool: &str, tool_index: usize, nodes: &[Json]) -> Json {
             "type": kind,
             "label": label,
             "pointer": pointer,
+            "definition": node,
         });
         if let Some(p) = api.locate(&pointer) {
             d["position"] = json!(p);

@@ -39,6 +39,7 @@ pub mod registry;
 mod runs;
 mod sessions;
 mod stream;
+mod ui;
 
 use std::sync::Arc;
 
@@ -146,6 +147,7 @@ impl Api {
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
             .merge(self.metrics_router())
+            .merge(ui::router())
     }
 
     /// `/metrics` alone, over the same engine (a stdio server's own metrics listener).

@@ -138,7 +138,13 @@ impl Registry {
     /// Live runs, then those kept after their end, newest first.
     pub fn runs(&self) -> Vec<Arc<LiveRun>> {
         let mut runs: Vec<Arc<LiveRun>> = lock(&self.live).values().cloned().collect();
-        runs.extend(lock(&self.ended).iter().cloned());
+        // A run that is ending is briefly in both.
+        let ended: Vec<Arc<LiveRun>> = lock(&self.ended)
+            .iter()
+            .filter(|r| !runs.iter().any(|l| Arc::ptr_eq(l, r)))
+            .cloned()
+            .collect();
+        runs.extend(ended);
         runs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(b.id.cmp(&a.id)));
         runs
     }
@@ -332,6 +338,9 @@ impl Observe for Hook {
             out: std::sync::OnceLock::new(),
             end: Mutex::new(None),
         });
+        // A run that goes on again (a continued session, a restarted resumable run) replaces
+        // what was kept of its earlier end: that status (`waiting`) is no longer true.
+        lock(&registry.ended).retain(|r| r.id != *run.id);
         lock(&registry.live).insert(run.id.clone(), live.clone());
         if from_start {
             registry.record(&live, true);
@@ -341,7 +350,9 @@ impl Observe for Hook {
 
     fn ended(&self, run: &Run) {
         let registry = &self.0;
-        let Some(live) = lock(&registry.live).remove(&run.id) else {
+        // Removed from the live runs only once it is among the kept ones (if kept): a reader
+        // between the two would find it nowhere (404) though it was only ending.
+        let Some(live) = lock(&registry.live).get(&run.id).cloned() else {
             return;
         };
         let keep = live.recording.load(Ordering::Acquire);
@@ -354,10 +365,14 @@ impl Observe for Hook {
         live.over.notify_one();
         if keep {
             let mut ended = lock(&registry.ended);
-            ended.push_back(live);
+            ended.push_back(live.clone());
             while ended.len() > KEEP_ENDED {
                 ended.pop_front();
             }
+        }
+        let mut runs = lock(&registry.live);
+        if runs.get(&run.id).is_some_and(|r| Arc::ptr_eq(r, &live)) {
+            runs.remove(&run.id);
         }
     }
 }

@@ -446,14 +446,36 @@ async fn start_run(api: &Api, body: &[u8]) -> Result<Json, ApiError> {
         }
     };
     let id = tokio::select! {
+        // A run that starts and ends at once has both ready: its start comes first.
+        biased;
         id = started => id,
         run = done_rx => {
-            api.registry().not_started(&tx);
-            let why = run.ok().and_then(|r| r.error().map(ToString::to_string));
-            return Err(ApiError::bad_request(format!(
-                "the run of `{tool}` did not start: {}",
-                why.unwrap_or_else(|| "it ended before its first node".to_owned())
-            )));
+            // It ended before this task read its start: the start is still in the channel
+            // (or, if the run outran the channel, its history shows it ran).
+            let mut seen = None;
+            loop {
+                match rx.try_recv() {
+                    Ok(Event::RunStarted { run_id, .. }) => {
+                        seen = Some(run_id);
+                        break;
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {}
+                    Err(_) => break,
+                }
+            }
+            let ran = run.ok();
+            match (seen, ran) {
+                (Some(id), _) => Some(id),
+                (None, Some(r)) if !r.history.is_empty() => Some(r.id.clone()),
+                (None, ran) => {
+                    api.registry().not_started(&tx);
+                    let why = ran.and_then(|r| r.error().map(ToString::to_string));
+                    return Err(ApiError::bad_request(format!(
+                        "the run of `{tool}` did not start: {}",
+                        why.unwrap_or_else(|| "it ended before its first node".to_owned())
+                    )));
+                }
+            }
         }
         () = tokio::time::sleep(Duration::from_secs(30)) => None,
     };

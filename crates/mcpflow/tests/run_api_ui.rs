@@ -1,0 +1,103 @@
+//! What the web UI relies on from the run API, against the real binary: a run that starts and
+//! ends at once is started (not refused as "did not start"), a continued session's run reads
+//! as it ended (not `waiting` from memory), and a graph carries what the UI draws and runs
+//! with (the tool's `inputSchema`, each node's definition).
+mod http_common;
+
+use std::path::Path;
+
+use http_common::{Server, config, curl, start, status};
+use serde_json::{Value, json};
+
+fn serve(state: &Path) -> Server {
+    let db = state.join("state.db");
+    start(
+        &config("ui_browser.yaml"),
+        &["--state", db.to_str().expect("utf-8 temp path")],
+    )
+}
+
+fn call(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
+    let mut args = vec!["-X", method];
+    let text;
+    if let Some(b) = body {
+        text = b.to_string();
+        args.extend([
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            &text,
+        ]);
+    }
+    args.push(url);
+    let (head, body) = curl(&args);
+    (
+        status(&head),
+        serde_json::from_str(&body).unwrap_or(Value::String(body)),
+    )
+}
+
+#[test]
+fn quick_runs_start_and_continued_sessions_read_as_ended() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let server = serve(state.path());
+    let base = server.base();
+
+    // A run of a few microseconds ends before the API reads its start: it still started.
+    for i in 0..40 {
+        let (code, started) = call(
+            "POST",
+            &format!("{base}/api/runs"),
+            Some(json!({"tool": "checked", "args": {"value": i}})),
+        );
+        assert_eq!(code, 201, "run {i}: {started}");
+        assert!(started["id"].is_string(), "{started}");
+    }
+
+    // Started here (so recorded and kept in memory when it waits), then continued.
+    let (code, started) = call(
+        "POST",
+        &format!("{base}/api/runs"),
+        Some(json!({"tool": "order", "args": {"item": "tea"}})),
+    );
+    assert_eq!(code, 201, "{started}");
+    let id = started["id"].as_str().expect("run id").to_owned();
+    let mut session = None;
+    for _ in 0..500 {
+        let (_, run) = call("GET", &format!("{base}/api/runs/{id}"), None);
+        if run["status"] == "waiting" {
+            session = run["waiting"]["sessionId"].as_str().map(str::to_owned);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let session = session.expect("the order run waits with a session");
+    let (code, continued) = call(
+        "POST",
+        &format!("{base}/api/sessions/{session}/continue"),
+        Some(json!({"input": {"quantity": 2}})),
+    );
+    assert_eq!(code, 200, "{continued}");
+    assert_eq!(continued["runId"], json!(id), "{continued}");
+    assert_eq!(continued["result"]["total"], json!(9), "{continued}");
+    let (_, run) = call("GET", &format!("{base}/api/runs/{id}"), None);
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, listed) = call("GET", &format!("{base}/api/runs?tool=order"), None);
+    assert_eq!(listed["runs"][0]["status"], "succeeded", "{listed}");
+
+    // What the UI draws a form and a node panel from.
+    let (code, graph) = call("GET", &format!("{base}/api/tools/sum_to_n/graph"), None);
+    assert_eq!(code, 200, "{graph}");
+    assert_eq!(graph["inputSchema"]["required"], json!(["n"]), "{graph}");
+    let add = graph["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["id"] == "add"))
+        .expect("node add");
+    assert_eq!(add["definition"]["type"], "transform", "{add}");
+    assert!(
+        add["definition"]["transform"]["expr"]
+            .as_str()
+            .is_some_and(|e| e.contains("$executionCount")),
+        "{add}"
+    );
+}

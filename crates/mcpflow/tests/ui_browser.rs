@@ -1,0 +1,274 @@
+//! The web UI (issue #17), served at `/ui` by the real `mcpflow serve --http` from the files
+//! embedded in the binary, and driven in Debian's Chromium by `ui/tests/browser.mjs`
+//! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
+//! conditional breakpoint with two steps and the context at step 2, a dropped event stream
+//! caught up, an await session continued from its form, a past failed run with its failing
+//! node, keyboard navigation, no console error; then every example config drawn. A screenshot
+//! of each view is kept (the directory is printed).
+//!
+//! Without chromium, node or the UI's npm packages the browser tests are skipped with one
+//! line; under CI (`CI=true`) or with `MCPFLOW_REQUIRE_BROWSER` set, that is an error instead.
+mod http_common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use http_common::{Server, config, curl, header, repo_root, start, status};
+
+/// `mcpflow serve tests/ui_browser.yaml --http`, its runs and sessions in `state`.
+fn serve(state: &Path) -> Server {
+    let db = state.join("state.db");
+    start(
+        &config("ui_browser.yaml"),
+        &["--state", db.to_str().expect("utf-8 temp path")],
+    )
+}
+
+/// What the browser test needs, or why it cannot run.
+fn browser() -> Result<(PathBuf, PathBuf), String> {
+    let chromium = std::env::var_os("MCPFLOW_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if !chromium.exists() {
+        return Err(format!(
+            "{} is missing (apt-get install chromium)",
+            chromium.display()
+        ));
+    }
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("node cannot be run: {e}"))?;
+    if !node.status.success() {
+        return Err("node --version failed".into());
+    }
+    let playwright = repo_root().join("ui/node_modules/playwright-core");
+    if !playwright.exists() {
+        return Err(format!(
+            "{} is missing (scripts/ui install)",
+            playwright.display()
+        ));
+    }
+    Ok((chromium, repo_root().join("ui/tests/browser.mjs")))
+}
+
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var_os("MCPFLOW_REQUIRE_BROWSER").is_some()
+}
+
+/// What the browser tests run with, or `None` (after one line saying why) when skipped.
+fn browser_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match browser() {
+        Ok(found) => Some(found),
+        Err(why) if required() => {
+            panic!("the browser test must run here (CI or MCPFLOW_REQUIRE_BROWSER), but {why}")
+        }
+        Err(why) => {
+            eprintln!(
+                "skipped: the web UI's browser test needs Chromium, node and ui/'s npm packages: {why}"
+            );
+            None
+        }
+    }
+}
+
+fn screenshots(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    dir
+}
+
+/// Runs `ui/tests/browser.mjs BASE SHOTS EXTRA…`; panics with its output unless every step
+/// held; returns what it printed.
+fn run_script(chromium: &Path, script: &Path, base: &str, shots: &Path, extra: &[&str]) -> String {
+    let mut child = Command::new("node")
+        .arg(script)
+        .arg(base)
+        .arg(shots)
+        .args(extra)
+        .env("MCPFLOW_CHROMIUM", chromium)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node starts");
+    let mut out = child.stdout.take().expect("stdout piped");
+    let mut err = child.stderr.take().expect("stderr piped");
+    let reader = std::thread::spawn(move || {
+        let (mut a, mut b) = (String::new(), String::new());
+        let _ = out.read_to_string(&mut a);
+        let _ = err.read_to_string(&mut b);
+        (a, b)
+    });
+    // A guard against a hung browser, not a measurement: the steps take seconds.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let code = loop {
+        if let Some(code) = child.try_wait().expect("wait for node") {
+            break Some(code);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (stdout, stderr) = reader.join().expect("output read");
+    eprintln!("{stdout}{stderr}");
+    eprintln!("screenshots: {}", shots.display());
+    let code = code.expect("the browser script ends within 5 minutes");
+    assert!(
+        code.success(),
+        "the browser script failed ({code}):\n{stderr}"
+    );
+    assert!(
+        stdout.contains("browser: all steps passed"),
+        "the script ended without its last line:\n{stdout}"
+    );
+    stdout
+}
+
+#[test]
+fn the_ui_in_chromium_against_the_binary() {
+    let Some((chromium, script)) = browser_or_skip() else {
+        return;
+    };
+    let state = tempfile::tempdir().expect("temp dir");
+    let server = serve(state.path());
+    let shots = screenshots("ui-browser");
+    run_script(&chromium, &script, &server.base(), &shots, &[]);
+    for name in [
+        "01-tool-graph",
+        "02-groups",
+        "03-node",
+        "04-run",
+        "05-debug-timeline",
+        "06-session",
+        "07-failed-run",
+        "08-runs",
+    ] {
+        let png = shots.join(format!("{name}.png"));
+        let bytes = std::fs::read(&png).unwrap_or_default();
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{} is not a PNG screenshot",
+            png.display()
+        );
+    }
+}
+
+/// The UI on each example config: every graph tool drawn with its run form, no console error.
+#[test]
+fn the_ui_draws_every_example() {
+    let Some((chromium, script)) = browser_or_skip() else {
+        return;
+    };
+    let shots = screenshots("ui-examples");
+    let mut configs: Vec<PathBuf> = std::fs::read_dir(repo_root().join("examples"))
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    configs.sort();
+    assert!(configs.len() >= 3, "examples: {configs:?}");
+    for config in configs {
+        let state = tempfile::tempdir().expect("temp dir");
+        let db = state.path().join("state.db");
+        let server = start(&config, &["--state", db.to_str().expect("utf-8 temp path")]);
+        let stem = config
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("file name")
+            .to_owned();
+        let out = run_script(
+            &chromium,
+            &script,
+            &server.base(),
+            &shots,
+            &["--graphs", &stem],
+        );
+        assert!(out.contains(&format!("ok: {stem}: the UI opens")), "{out}");
+    }
+}
+
+/// The embedded files, as a browser fetches them (no browser needed): `/ui` and `/ui/` are
+/// the app, an app route falls back to it, hashed assets are gzipped for a client that
+/// accepts it and cached, a missing asset is 404; and what the binary serves is what
+/// `crates/api/ui-dist/` holds (so a stale build would show here too).
+#[test]
+fn the_ui_is_served_from_the_binary() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let server = serve(state.path());
+    let base = server.base();
+    let dist = repo_root().join("crates/api/ui-dist");
+    let index = std::fs::read_to_string(dist.join("index.html")).expect("ui-dist/index.html");
+
+    for path in ["/ui", "/ui/", "/ui/runs/some-run"] {
+        let (head, body) = curl(&[&format!("{base}{path}")]);
+        assert_eq!(status(&head), 200, "{path}: {head}");
+        assert!(
+            header(&head, "content-type").is_some_and(|v| v.starts_with("text/html")),
+            "{path}: {head}"
+        );
+        assert!(
+            header(&head, "content-security-policy")
+                .is_some_and(|v| v.contains("default-src 'self'")),
+            "{path}: {head}"
+        );
+        assert_eq!(body, index, "{path} is ui-dist/index.html");
+    }
+
+    // Every asset index.html names, whole and gzipped.
+    let assets: Vec<&str> = index
+        .split('"')
+        .filter(|s| s.starts_with("/ui/assets/"))
+        .collect();
+    assert!(assets.len() >= 2, "a script and a stylesheet: {index}");
+    let mut first_load = index.len();
+    let mut first_load_plain = index.len();
+    for asset in &assets {
+        let file = dist.join(asset.trim_start_matches("/ui/"));
+        let on_disk = std::fs::read(&file).expect("asset in ui-dist");
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "20", &format!("{base}{asset}")])
+            .output()
+            .expect("curl runs");
+        assert_eq!(out.stdout, on_disk, "{asset} is served as built");
+        let (head, _) = curl(&[
+            "-H",
+            "accept-encoding: gzip",
+            "-o",
+            "/dev/null",
+            &format!("{base}{asset}"),
+        ]);
+        assert_eq!(status(&head), 200, "{asset}: {head}");
+        assert_eq!(
+            header(&head, "content-encoding"),
+            Some("gzip"),
+            "{asset}: {head}"
+        );
+        assert!(
+            header(&head, "cache-control").is_some_and(|v| v.contains("immutable")),
+            "{asset}: {head}"
+        );
+        let gz = std::fs::metadata(format!("{}.gz", file.display())).expect("gzip copy");
+        first_load += gz.len() as usize;
+        first_load_plain += on_disk.len();
+    }
+    eprintln!(
+        "first load of /ui: {} bytes gzipped ({} bytes uncompressed) in {} files",
+        first_load,
+        first_load_plain,
+        assets.len() + 1
+    );
+
+    let (head, _) = curl(&[&format!("{base}/ui/assets/nothing-here.js")]);
+    assert_eq!(status(&head), 404, "{head}");
+    // The UI is behind the same Host guard as /api and /mcp.
+    let (head, _) = curl(&["-H", "Host: evil.example", &format!("{base}/ui/")]);
+    assert_eq!(status(&head), 403, "{head}");
+}

@@ -1,0 +1,196 @@
+// The run API (crates/api/openapi.json), as the UI uses it.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Schema = { [key: string]: Json };
+
+export interface ToolSummary {
+  name: string;
+  description: string;
+  nodes: number;
+}
+
+export interface GraphNode {
+  id: string;
+  type: string;
+  label: string;
+  pointer: string;
+  position?: { file: string; line: number; col: number };
+  calls?: string | null;
+  definition?: { [key: string]: Json };
+}
+
+export interface GraphEdge {
+  from: string;
+  to: string;
+  kind: "next" | "condition" | "default" | "branch" | "join" | "body" | "onError";
+  condition?: Json;
+  order?: number;
+  branch?: string;
+}
+
+export interface Graph {
+  tool: string;
+  description?: string;
+  inputSchema?: Schema;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  branches: { parallel: string; branch: string; nodes: string[] }[];
+  foreachBodies: { foreach: string; nodes: string[] }[];
+  calls: { from: string; tool: string | null }[];
+}
+
+export type RunStatus =
+  | "running"
+  | "paused"
+  | "waiting"
+  | "succeeded"
+  | "failed"
+  | "stopped"
+  | "cancelled"
+  | "interrupted"
+  | "expired";
+
+export interface RunSummary {
+  id: string;
+  tool: string;
+  status: RunStatus;
+  startedAt: number;
+  endedAt?: number | null;
+  live: boolean;
+}
+
+export interface Breakpoint {
+  node: string;
+  condition?: string | null;
+}
+
+export interface PausedLine {
+  index: number;
+  nodeId: string;
+  reason: string;
+  branch?: string;
+  item?: number;
+}
+
+export interface Debug {
+  breakpoints: Breakpoint[];
+  paused: PausedLine[];
+  stopped: boolean;
+}
+
+export interface RunRecord {
+  index: number;
+  nodeId: string;
+  type: string;
+  startTime: number;
+  endTime: number;
+  durationMs: number;
+  input?: Json;
+  output?: Json;
+  error?: string;
+  attempts?: number;
+  parent?: { node: string; index?: number; branch?: string; item?: number };
+}
+
+export interface Waiting {
+  sessionId: string;
+  runId: string;
+  nodeId: string;
+  message?: Json;
+  inputSchema?: Schema;
+  expiresAt?: number;
+}
+
+export interface RunDetail extends RunSummary {
+  args?: Json;
+  result?: Json;
+  error?: { nodeId?: string; message?: string; kind?: string; code?: string } & { [k: string]: Json };
+  waiting?: Waiting;
+  debug?: Debug;
+  historyComplete: boolean;
+  history: RunRecord[];
+  timing: { mainFlowMs: number; nodes: { [node: string]: { executions: number; totalMs: number } } };
+}
+
+export interface Session {
+  id: string;
+  runId: string;
+  tool: string;
+  nodeId: string;
+  status: string;
+  inputSchema?: Schema;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method, headers: {} };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { "content-type": "application/json" };
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  if (!response.ok) {
+    const err = (parsed as { error?: { message?: string } } | null)?.error;
+    throw new ApiError(response.status, err?.message ?? `${response.status} ${text}`);
+  }
+  return parsed as T;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  tools: () => call<{ tools: ToolSummary[] }>("GET", "/api/tools").then((r) => r.tools),
+  graph: (tool: string) => call<Graph>("GET", `/api/tools/${enc(tool)}/graph`),
+  runs: (filter: { tool?: string; status?: string; limit?: number }) => {
+    const q = new URLSearchParams();
+    if (filter.tool) q.set("tool", filter.tool);
+    if (filter.status) q.set("status", filter.status);
+    q.set("limit", String(filter.limit ?? 100));
+    return call<{ runs: RunSummary[] }>("GET", `/api/runs?${q}`).then((r) => r.runs);
+  },
+  run: (id: string) => call<RunDetail>("GET", `/api/runs/${enc(id)}`),
+  start: (tool: string, args: Json, debug?: { pause?: boolean; breakpoints?: Breakpoint[] }) =>
+    call<{ id: string; status: string; debug: Debug }>("POST", "/api/runs", { tool, args, debug }),
+  context: (id: string, index?: number) =>
+    call<{ index: number | null; context: Json; pausedAt?: { index: number; nodeId: string } }>(
+      "GET",
+      `/api/runs/${enc(id)}/context${index === undefined ? "" : `?index=${index}`}`,
+    ),
+  action: (id: string, action: "pause" | "resume" | "step" | "stop") =>
+    call<{ id: string; status: string; debug: Debug }>("POST", `/api/runs/${enc(id)}/${action}`),
+  setBreakpoint: (id: string, node: string, condition?: string) =>
+    call<unknown>(
+      "PUT",
+      `/api/runs/${enc(id)}/breakpoints/${enc(node)}`,
+      condition ? { condition } : {},
+    ),
+  clearBreakpoint: (id: string, node: string) =>
+    call<unknown>("DELETE", `/api/runs/${enc(id)}/breakpoints/${enc(node)}`),
+  sessions: () => call<{ sessions: Session[] }>("GET", "/api/sessions?status=waiting").then((r) => r.sessions),
+  continueSession: (id: string, input: Json) =>
+    call<{ runId: string; tool: string; status: string; result?: Json; error?: Json; waiting?: Waiting }>(
+      "POST",
+      `/api/sessions/${enc(id)}/continue`,
+      { input },
+    ),
+  cancelSession: (id: string) => call<unknown>("POST", `/api/sessions/${enc(id)}/cancel`),
+};
+
+export const ENDED: RunStatus[] = ["succeeded", "failed", "stopped", "cancelled", "interrupted", "expired"];

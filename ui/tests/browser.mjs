@@ -1,0 +1,355 @@
+// The web UI in a real browser (Debian's Chromium, driven by playwright-core; no downloaded
+// browser), against a real `mcpflow serve --http` on crates/mcpflow/tests/ui_browser.yaml.
+// crates/mcpflow/tests/ui_browser.rs starts the server and runs this script:
+//   node ui/tests/browser.mjs BASE_URL SCREENSHOT_DIR
+// Exit 0 when every step held; otherwise the failing step, the page's console errors and a
+// screenshot (failure.png) in SCREENSHOT_DIR.
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { join } from "node:path";
+
+const [server, shots] = process.argv.slice(2);
+if (!server || !shots) {
+  console.error("usage: node browser.mjs BASE_URL SCREENSHOT_DIR");
+  process.exit(2);
+}
+
+// The browser reaches the server through a TCP relay, so that a test can cut the page's
+// connections (an event stream dropping mid-run) and let it connect again.
+const target = new URL(server);
+const sockets = new Set();
+let down = false;
+const relay = createServer((client) => {
+  if (down) return client.destroy();
+  const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+  }
+  client.pipe(upstream).pipe(client);
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+});
+await new Promise((resolve) => relay.listen(0, "127.0.0.1", resolve));
+const base = `http://127.0.0.1:${relay.address().port}`;
+function cut() {
+  down = true;
+  for (const s of sockets) s.destroy();
+}
+function reconnectable() {
+  down = false;
+}
+mkdirSync(shots, { recursive: true });
+const executablePath = process.env.MCPFLOW_CHROMIUM || "/usr/bin/chromium";
+// Generous for a loaded 2-core machine; a step that holds finishes long before.
+const WAIT = 20_000;
+
+const browser = await chromium.launch({
+  executablePath,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+context.setDefaultTimeout(WAIT);
+const page = await context.newPage();
+const problems = [];
+// While the test itself has cut the page's network, the browser's own notes of the failed
+// requests are expected; nothing else is.
+let offline = false;
+page.on("console", (m) => {
+  if (m.type() !== "error") return;
+  if (offline && /ERR_CONNECTION_RESET|ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_CLOSED|ERR_SOCKET_NOT_CONNECTED|ERR_INCOMPLETE_CHUNKED_ENCODING|Failed to fetch/.test(m.text())) return;
+  problems.push(`console error: ${m.text()}`);
+});
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+// Chromium's console line for a failed request has no URL: note them here to say which.
+page.on("response", (r) => {
+  if (r.status() >= 400) console.log(`http ${r.status()}: ${r.request().method()} ${r.url()} (during: ${current})`);
+});
+
+let current = "start";
+async function step(name, body) {
+  current = name;
+  const started = Date.now();
+  await body();
+  console.log(`ok: ${name} (${Date.now() - started} ms)`);
+}
+async function shot(name) {
+  const path = join(shots, `${name}.png`);
+  await page.screenshot({ path });
+  console.log(`screenshot: ${path}`);
+}
+async function expectText(locator, text) {
+  await locator.filter({ hasText: text }).first().waitFor({ state: "visible" });
+}
+const node = (id) => page.locator(`.graph [data-node="${id}"]`);
+async function nodeState(id, state) {
+  await page.locator(`.graph [data-node="${id}"][data-state="${state}"]`).waitFor({ state: "visible" });
+}
+async function api(method, path, body) {
+  const r = await fetch(`${server}${path}`, {
+    method,
+    headers: body ? { "content-type": "application/json" } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await r.json();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+  return json;
+}
+async function runId() {
+  await page.waitForURL(/#\/runs\/[^/]+$/);
+  return decodeURIComponent(page.url().split("#/runs/")[1]);
+}
+
+// `--graphs NAME`: only open the UI on this server's config and draw every graph tool (the
+// example configs), with a screenshot of each.
+const graphsOnly = process.argv[4] === "--graphs" ? process.argv[5] ?? "config" : null;
+if (graphsOnly) {
+  try {
+    const { tools } = await api("GET", "/api/tools");
+    await step(`${graphsOnly}: the UI opens`, async () => {
+      await page.goto(`${base}/ui/`);
+      if (tools.length) await page.waitForURL(/#\/tools\/.+/);
+    });
+    for (const tool of tools) {
+      await step(`${graphsOnly}: ${tool.name} is drawn`, async () => {
+        const graph = await api("GET", `/api/tools/${encodeURIComponent(tool.name)}/graph`);
+        await page.goto(`${base}/ui/#/tools/${encodeURIComponent(tool.name)}`);
+        for (const n of graph.nodes) await node(n.id).waitFor();
+        const form = page.locator(`form[aria-label="Run ${tool.name}"]`);
+        await form.waitFor();
+        for (const name of Object.keys(graph.inputSchema?.properties ?? {})) await form.locator(`[name="${name}"]`).waitFor();
+        await shot(`${graphsOnly}-${tool.name}`);
+      });
+    }
+    if (problems.length) throw new Error(`the page reported:\n${problems.join("\n")}`);
+    console.log("browser: all steps passed");
+  } catch (e) {
+    console.error(`FAILED at step: ${current}\n${e instanceof Error ? e.stack ?? e.message : e}`);
+    if (problems.length) console.error(`the page reported:\n${problems.join("\n")}`);
+    await page.screenshot({ path: join(shots, "failure.png") }).catch(() => {});
+    await browser.close();
+    relay.close();
+    process.exit(1);
+  }
+  await browser.close();
+  relay.close();
+  process.exit(0);
+}
+
+try {
+  await step("the UI opens on the first tool and draws its graph", async () => {
+    const response = await page.goto(`${base}/ui/`);
+    if (!response || response.status() !== 200) throw new Error(`GET /ui/ answered ${response?.status()}`);
+    await page.waitForURL(/#\/tools\/sum_to_n$/);
+    for (const id of ["entry", "add", "more", "done", "exit"]) await node(id).waitFor();
+    // The switch's condition labels its edge; the default edge says so.
+    await expectText(page.locator(".react-flow__edge-text"), "add.i < entry.n");
+    await expectText(page.locator(".react-flow__edge-text"), "default");
+    // Shape and colour by type.
+    const switchClip = await node("more").locator(".fnode").evaluate((el) => getComputedStyle(el).clipPath);
+    if (!switchClip.startsWith("polygon")) throw new Error(`a switch is drawn as a hexagon, got clip-path ${switchClip}`);
+    await shot("01-tool-graph");
+  });
+
+  await step("groups: parallel branches and a foreach body", async () => {
+    await page.goto(`${base}/ui/#/tools/fan`);
+    await node("l1").waitFor();
+    for (const title of ["both · branch left", "both · branch right", "each · for each item"]) {
+      await expectText(page.locator(".group-title"), title);
+    }
+    // A branch's node is drawn inside its group.
+    const inside = await page.evaluate(() => {
+      const group = [...document.querySelectorAll(".react-flow__node-group")].find((g) => g.textContent?.includes("branch left"));
+      const n = document.querySelector('.react-flow__node[data-id="l1"]');
+      if (!group || !n) return false;
+      const a = group.getBoundingClientRect();
+      const b = n.getBoundingClientRect();
+      return b.left >= a.left && b.right <= a.right && b.top >= a.top && b.bottom <= a.bottom;
+    });
+    if (!inside) throw new Error("node l1 is not drawn inside the group of branch left");
+    await shot("02-groups");
+  });
+
+  await step("a node's definition and its place in the YAML, chosen with the keyboard", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await node("add").waitFor();
+    // Tab into the graph's nodes, then Enter selects the focused one.
+    await page.locator('.react-flow__node[data-id="add"]').focus();
+    await page.keyboard.press("Enter");
+    const where = page.getByTestId("yaml-position");
+    await expectText(where, "ui_browser.yaml:");
+    await expectText(page.locator('[aria-label="definition"]'), "$executionCount");
+    await shot("03-node");
+  });
+
+  await step("run a tool from its form and see every node reach its state", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await page.getByRole("tab", { name: "Run" }).click();
+    const form = page.locator('form[aria-label="Run sum_to_n"]');
+    await form.locator('[name="n"]').fill("3");
+    await form.getByRole("button", { name: "Run" }).click();
+    await runId();
+    for (const id of ["entry", "add", "more", "done", "exit"]) await nodeState(id, "done");
+    await expectText(page.locator(".panel-head .status"), "succeeded");
+    await expectText(page.locator('[aria-label="result"]'), '"sum": 6');
+    // Per-node timing: the loop's nodes ran three times.
+    await expectText(node("add"), "3×");
+    await shot("04-run");
+  });
+
+  let debugRun;
+  await step("a conditional breakpoint, two steps, and the context at step 2 in the timeline", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await node("more").click();
+    const bp = page.locator("form.bp-form");
+    await bp.locator('[name="condition"]').fill("$.add.i >= 2");
+    await bp.getByRole("button", { name: "Set breakpoint" }).click();
+    await page.locator('.graph [data-node="more"] .bp').waitFor();
+    await page.getByRole("tab", { name: "Run" }).click();
+    const form = page.locator('form[aria-label="Run sum_to_n"]');
+    await form.locator('[name="n"]').fill("4");
+    await form.getByRole("button", { name: "Run" }).click();
+    debugRun = await runId();
+    // entry, add (i=1), more, add (i=2): then the breakpoint's condition holds before `more`.
+    await expectText(page.getByTestId("paused-at"), "more (breakpoint)");
+    await nodeState("more", "paused");
+    await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (4)");
+    // Step with the button, then with F10.
+    await page.getByRole("button", { name: "Step" }).click();
+    await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (5)");
+    await expectText(page.getByTestId("paused-at"), "add (step)");
+    await page.keyboard.press("F10");
+    await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (6)");
+    await expectText(page.getByTestId("paused-at"), "more");
+    await page.getByRole("tab", { name: /Timeline/ }).click();
+    await page.locator('[aria-label="History"] [data-key="2"]').click();
+    const ctx = page.getByTestId("context");
+    await expectText(ctx, "after step #2");
+    const text = await ctx.locator(".json").innerText();
+    const context = JSON.parse(text);
+    if (context.entry?.n !== 4 || context.add?.i !== 1 || context.add?.sum !== 1) {
+      throw new Error(`the context after step 2 is entry n=4 and add's first output, got ${text}`);
+    }
+    await shot("05-debug-timeline");
+    // Clear the breakpoint on the live run, then resume (F8) to the end.
+    await node("more").click();
+    await page.locator("form.bp-form").getByRole("button", { name: "Clear breakpoint" }).click();
+    await page.locator('.graph [data-node="more"] .bp').waitFor({ state: "detached" });
+    await page.keyboard.press("F8");
+    await expectText(page.locator(".panel-head .status"), "succeeded");
+    await page.getByRole("tab", { name: "Run" }).click();
+    await expectText(page.locator('[aria-label="result"]'), '"sum": 10');
+  });
+
+  await step("a run's view reconnects when its event stream drops, and catches up", async () => {
+    const started = await api("POST", "/api/runs", { tool: "sum_to_n", args: { n: 2 }, debug: { pause: true } });
+    await page.goto(`${base}/ui/#/runs/${encodeURIComponent(started.id)}`);
+    await expectText(page.getByTestId("paused-at"), "entry (pause)");
+    const panel = page.locator('[aria-label="Run panel"]');
+    await page.locator('[aria-label="Run panel"][data-streaming="true"]').waitFor();
+    // The page's connections are cut and it cannot connect; the run goes on meanwhile (a step
+    // from outside the page).
+    offline = true;
+    cut();
+    await page.locator('[aria-label="Run panel"][data-streaming="false"]').waitFor();
+    await api("POST", `/api/runs/${started.id}/step`);
+    for (let i = 0; i < 200; i++) {
+      const run = await api("GET", `/api/runs/${started.id}`);
+      if (run.debug?.paused?.[0]?.nodeId === "add") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    reconnectable();
+    // Back online: the stream is opened again and its replay brings what was missed.
+    await page.locator('[aria-label="Run panel"][data-streaming="true"]').waitFor();
+    await expectText(page.getByTestId("paused-at"), "add (step)");
+    await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (1)");
+    offline = false;
+    const reconnects = Number(await panel.getAttribute("data-reconnects"));
+    if (!(reconnects >= 1)) throw new Error(`the view did not reconnect (data-reconnects=${reconnects})`);
+    await page.getByRole("button", { name: "Resume" }).click();
+    await expectText(page.locator(".panel-head .status"), "succeeded");
+    for (const id of ["entry", "add", "more", "done", "exit"]) await nodeState(id, "done");
+  });
+
+  await step("continue an await session from its form", async () => {
+    await page.goto(`${base}/ui/#/tools/order`);
+    const form = page.locator('form[aria-label="Run order"]');
+    await form.locator('[name="item"]').selectOption("tea");
+    await form.getByRole("button", { name: "Run" }).click();
+    const id = await runId();
+    await expectText(page.locator(".panel-head .status"), "waiting");
+    await expectText(page.locator(".waiting"), "How many tea?");
+    // The sessions view lists it; its form is the await's inputSchema.
+    await page.keyboard.press("3");
+    await page.waitForURL(/#\/sessions$/);
+    await page.locator('[aria-label="Waiting sessions"] [role="option"]:focus').waitFor();
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#\/sessions\/.+/);
+    const input = page.locator('form[aria-label="Session input"]');
+    await input.locator('[name="quantity"]').fill("3");
+    await shot("06-session");
+    await input.getByRole("button", { name: "Continue" }).click();
+    await expectText(page.locator('[aria-label="continue answer"]'), '"total": 13.5');
+    await page.getByRole("link", { name: "open the run" }).click();
+    await page.waitForURL(new RegExp(`#/runs/${id}$`));
+    await expectText(page.locator(".panel-head .status"), "succeeded");
+    for (const n of ["start", "quantity", "price", "exit"]) await nodeState(n, "done");
+  });
+
+  await step("a past failed run opens with its failing node", async () => {
+    const started = await api("POST", "/api/runs", { tool: "checked", args: { value: -1 } });
+    for (let i = 0; i < 200; i++) {
+      const run = await api("GET", `/api/runs/${started.id}`);
+      if (run.status === "failed") break;
+      if (run.status !== "running") throw new Error(`run ${started.id} ended ${run.status}, not failed`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await page.goto(`${base}/ui/#/runs`);
+    await page.getByLabel("Filter runs by status").selectOption("failed");
+    const row = page.locator(`[aria-label="Runs"] [data-key="${started.id}"]`);
+    await row.waitFor();
+    await row.click();
+    await page.waitForURL(new RegExp(`#/runs/${started.id}$`));
+    await nodeState("reject", "failed");
+    await nodeState("sign", "done");
+    await expectText(page.getByTestId("failed-at"), "reject");
+    await expectText(page.locator('[aria-label="run error"]'), "negative values are refused");
+    await shot("07-failed-run");
+  });
+
+  await step("the runs list, with the keyboard", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await node("add").waitFor();
+    await page.keyboard.press("2");
+    await page.waitForURL(/#\/runs$/);
+    await page.locator('[aria-label="Runs"] [role="option"]').nth(1).waitFor();
+    await page.locator('[aria-label="Runs"] [role="option"]:focus').waitFor();
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#\/runs\/.+/);
+    await page.locator(".panel-head .status").waitFor();
+    await shot("08-runs");
+  });
+
+  await step("the page fits 1280×800 without scrolling the document", async () => {
+    const size = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]);
+    if (size[0] > 1280 || size[1] > 800) throw new Error(`the page is ${size[0]}×${size[1]}`);
+  });
+
+  if (problems.length) throw new Error(`the page reported:\n${problems.join("\n")}`);
+  if (debugRun === undefined) throw new Error("the debug step did not run");
+  console.log("browser: all steps passed");
+} catch (e) {
+  console.error(`FAILED at step: ${current}\n${e instanceof Error ? e.stack ?? e.message : e}`);
+  if (problems.length) console.error(`the page reported:\n${problems.join("\n")}`);
+  await page.screenshot({ path: join(shots, "failure.png") }).catch(() => {});
+  console.error(`screenshot: ${join(shots, "failure.png")}`);
+  await browser.close();
+relay.close();
+  process.exit(1);
+}
+await browser.close();
+relay.close();

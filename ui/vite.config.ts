@@ -1,0 +1,20 @@
+// The UI is served by `mcpflow serve --http` at /ui from files embedded in the binary
+// (crates/api/src/ui.rs); `scripts/ui build` writes them to crates/api/ui-dist.
+import { defineConfig } from "vite";
+import react from "@vitejs/plugin-react";
+
+export default defineConfig({
+  base: "/ui/",
+  plugins: [react()],
+  build: {
+    outDir: "../crates/api/ui-dist",
+    emptyOutDir: true,
+    sourcemap: false,
+    reportCompressedSize: false,
+    // One script and one stylesheet: the whole app is needed on first paint anyway.
+    assetsInlineLimit: 0,
+  },
+  server: {
+    proxy: { "/api": process.env.MCPFLOW_API ?? "http://127.0.0.1:8080" },
+  },
+});
