@@ -245,6 +245,51 @@ async fn ten_thousand_abandoned_sessions_leave_memory_bounded() {
     eprintln!("RSS {before} KiB → {after} KiB after 10,000 abandoned sessions");
 }
 
+/// Sessions opened by many clients at once, with the default 300 s idle timeout: past
+/// `maxSessions` the ones idle longest are closed, every one of them. Each session ever opened
+/// is asked (`ping`): no more than the cap still answer. (Concurrent initializes once made the
+/// cap lose track of some sessions, which then answered, and were held in memory, until their
+/// idle timeout: RSS grew without plateau under churn.)
+#[tokio::test]
+async fn sessions_opened_concurrently_past_the_cap_are_closed_not_kept() {
+    use futures::StreamExt;
+    const MAX: usize = 100;
+    let (_dir, server) = server_with("{ maxSessions: 100 }");
+    let http = client();
+    let url = server.url.clone();
+    let ids: Vec<String> = futures::stream::iter(0..3_000)
+        .map(|_| open_session(&http, &url))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
+    let statuses: Vec<StatusCode> = futures::stream::iter(&ids)
+        .map(|id| {
+            let (http, url, ping) = (&http, &url, ping.clone());
+            async move { post(http, url, Some(id), &[], ping).await.0 }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let answering = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let gone = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::NOT_FOUND)
+        .count();
+    assert_eq!(
+        answering + gone,
+        ids.len(),
+        "a ping got neither 200 nor 404: {statuses:?}"
+    );
+    assert!(
+        answering <= MAX,
+        "{answering} of {} sessions still open with maxSessions {MAX}",
+        ids.len()
+    );
+    // The newest sessions are the ones kept: the cap is full, not emptied.
+    assert!(answering >= MAX / 2, "only {answering} sessions answer");
+}
+
 /// Opens `n` sessions (initialize only, never used again), 32 at a time.
 async fn open_many(http: &reqwest::Client, url: &str, n: usize) {
     use futures::StreamExt;
