@@ -10,12 +10,19 @@
 //! table when rmcp creates it and leaves it only when it is closed: by eviction, by its client's
 //! DELETE, or when its service ends (rmcp calls [`SessionManager::close_session`] then, idle
 //! expiry included). Creations in progress hold a place under the cap before rmcp names them.
+//!
+//! A session with a request in flight is not idle, however long ago the request started: a
+//! slow call (a durable tool, a proxied call waiting on its upstream) is never cut off by
+//! another client's initialize. Its idle time starts when its last response stream ends.
+//! Only idle sessions are evicted; when every session is busy, the cap is exceeded by those
+//! in flight (themselves bounded by `maxConcurrentRequests`) until they finish.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::{
@@ -29,18 +36,47 @@ const EVICT_REPORT_EVERY: Duration = Duration::from_secs(10);
 pub(crate) struct BoundedSessions {
     inner: LocalSessionManager,
     max: usize,
+    /// What [`Activity::last_ms`] counts from.
+    epoch: Instant,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
-    /// When each open session last saw a request.
-    last_used: HashMap<SessionId, Instant>,
+    /// What each open session is doing.
+    open: HashMap<SessionId, Arc<Activity>>,
     /// Sessions being created: counted against the cap before rmcp has named them.
     creating: usize,
     /// Sessions evicted since the last report, and when that was.
     evicted: u64,
     reported: Option<Instant>,
+}
+
+/// One session's requests in flight and when it was last active (milliseconds from the
+/// manager's epoch): shared with the response streams, which update it when they end.
+#[derive(Default)]
+struct Activity {
+    busy: AtomicUsize,
+    last_ms: AtomicU64,
+}
+
+/// A request in flight in a session, until its response stream is dropped.
+struct Busy {
+    activity: Arc<Activity>,
+    epoch: Instant,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.activity
+            .last_ms
+            .store(millis(self.epoch), Ordering::Relaxed);
+        self.activity.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn millis(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A place under the cap for a session being created, given back when dropped: the creation
@@ -53,7 +89,11 @@ impl Reservation<'_> {
     /// The session is created: it enters the table (before the reservation is given back, so
     /// it is never uncounted).
     fn fill(self, id: SessionId) {
-        self.sessions.lock().last_used.insert(id, Instant::now());
+        let activity = Activity {
+            busy: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(millis(self.sessions.epoch)),
+        };
+        self.sessions.lock().open.insert(id, Arc::new(activity));
     }
 }
 
@@ -69,6 +109,7 @@ impl BoundedSessions {
         BoundedSessions {
             inner,
             max: max.max(1),
+            epoch: Instant::now(),
             state: Mutex::new(State::default()),
         }
     }
@@ -78,9 +119,25 @@ impl BoundedSessions {
     }
 
     fn touch(&self, id: &SessionId) {
-        if let Some(t) = self.lock().last_used.get_mut(id) {
-            *t = Instant::now();
+        if let Some(activity) = self.lock().open.get(id) {
+            activity
+                .last_ms
+                .store(millis(self.epoch), Ordering::Relaxed);
         }
+    }
+
+    /// A request in flight in `id` (none for a session not in the table): the session is not
+    /// evicted while the guard lives.
+    fn busy(&self, id: &SessionId) -> Option<Busy> {
+        let activity = self.lock().open.get(id)?.clone();
+        activity.busy.fetch_add(1, Ordering::Relaxed);
+        activity
+            .last_ms
+            .store(millis(self.epoch), Ordering::Relaxed);
+        Some(Busy {
+            activity,
+            epoch: self.epoch,
+        })
     }
 
     /// A safety net before evicting a live session: forgets the sessions of the table that rmcp
@@ -88,7 +145,7 @@ impl BoundedSessions {
     /// considered, so a session created meanwhile (in rmcp's list and ours a moment later) is
     /// never forgotten while it is open.
     async fn forget_closed(&self) {
-        let known: Vec<SessionId> = self.lock().last_used.keys().cloned().collect();
+        let known: Vec<SessionId> = self.lock().open.keys().cloned().collect();
         let gone: Vec<SessionId> = {
             let live = self.inner.sessions.read().await;
             known
@@ -101,25 +158,26 @@ impl BoundedSessions {
         }
         let mut state = self.lock();
         for id in &gone {
-            state.last_used.remove(id);
+            state.open.remove(id);
         }
     }
 
     /// Takes a place under the cap for a new session; at the cap, takes it from the sessions
-    /// idle the longest, which are returned to be closed.
+    /// idle the longest (none with a request in flight), which are returned to be closed.
     fn reserve(&self) -> (Reservation<'_>, Vec<SessionId>) {
         let mut state = self.lock();
-        let excess = (state.last_used.len() + state.creating + 1).saturating_sub(self.max);
+        let excess = (state.open.len() + state.creating + 1).saturating_sub(self.max);
         let mut victims = Vec::new();
         if excess > 0 {
-            let mut by_age: Vec<(SessionId, Instant)> = state
-                .last_used
+            let mut by_age: Vec<(SessionId, u64)> = state
+                .open
                 .iter()
-                .map(|(k, v)| (k.clone(), *v))
+                .filter(|(_, a)| a.busy.load(Ordering::Relaxed) == 0)
+                .map(|(k, a)| (k.clone(), a.last_ms.load(Ordering::Relaxed)))
                 .collect();
             by_age.sort_by_key(|(_, t)| *t);
             for (id, _) in by_age.into_iter().take(excess) {
-                state.last_used.remove(&id);
+                state.open.remove(&id);
                 victims.push(id);
             }
             state.evicted += victims.len() as u64;
@@ -144,7 +202,7 @@ impl BoundedSessions {
 
     fn full(&self) -> bool {
         let state = self.lock();
-        state.last_used.len() + state.creating >= self.max
+        state.open.len() + state.creating >= self.max
     }
 }
 
@@ -180,7 +238,7 @@ impl SessionManager for BoundedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.lock().last_used.remove(id);
+        self.lock().open.remove(id);
         self.inner.close_session(id).await
     }
 
@@ -189,8 +247,12 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.create_stream(id, message).await
+        let busy = self.busy(id);
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(stream.map(move |event| {
+            let _in_flight = &busy;
+            event
+        }))
     }
 
     async fn accept_message(
@@ -215,8 +277,12 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        self.inner.resume(id, last_event_id).await
+        let busy = self.busy(id);
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(stream.map(move |event| {
+            let _in_flight = &busy;
+            event
+        }))
     }
 }
 
@@ -261,7 +327,7 @@ mod tests {
             .keys()
             .cloned()
             .collect();
-        let counted: HashSet<SessionId> = sessions.lock().last_used.keys().cloned().collect();
+        let counted: HashSet<SessionId> = sessions.lock().open.keys().cloned().collect();
         assert_eq!(sessions.lock().creating, 0, "reservations left behind");
         let uncounted = held.difference(&counted).count();
         assert_eq!(
