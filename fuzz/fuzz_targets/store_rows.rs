@@ -125,10 +125,7 @@ async fn write(db: &SqlitePool, r: &Rows) {
         "DELETE FROM records",
         "DELETE FROM runs",
     ] {
-        sqlx::query(sql)
-            .execute(db)
-            .await
-            .expect("delete");
+        sqlx::query(sql).execute(db).await.expect("delete");
     }
     let pick = |list: &[&'static str], i: u8| list.get(usize::from(i)).copied().unwrap_or("bogus");
     let _ = sqlx::query(
