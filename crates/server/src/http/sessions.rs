@@ -182,9 +182,9 @@ impl BoundedSessions {
             }
             state.evicted += victims.len() as u64;
             let now = Instant::now();
-            if !state
+            if state
                 .reported
-                .is_some_and(|at| now.duration_since(at) < EVICT_REPORT_EVERY)
+                .is_none_or(|at| now.duration_since(at) >= EVICT_REPORT_EVERY)
             {
                 tracing::warn!(
                     cap = self.max,
