@@ -200,7 +200,14 @@ class Driver:
     def durable_round(self, state):
         s = self.session_of(state)
         i = state["i"] = state.get("i", 0) + 1
-        started = s.call("approve", {"n": i})
+        try:
+            started = s.call("approve", {"n": i})
+        except RpcError as e:
+            # `approve` calls fx__echo: the crash the proxy thread causes can kill it mid-call.
+            if e.kind == "tool error" and time.monotonic() - self.last_crash < 5:
+                self.count("durable", "expected:upstream crashed (tool error)")
+                return
+            raise
         if not started or started.get("status") != "waiting":
             self.count("durable", "unexpected:not waiting")
             return
