@@ -168,7 +168,7 @@ impl Jsonata {
         match &self.inner.plan {
             Plan::Path(steps) => {
                 if let Some(found) = plan::lookup(input, steps) {
-                    return Ok(found.cloned());
+                    return Ok(found.map(plan::as_jsonata));
                 }
                 self.run(
                     &self.inner.expr,
