@@ -8,14 +8,17 @@ Load, one thread per kind (Python's standard library only; matplotlib for the pl
   proxy    `fx__echo` through the hook; every 50th call is one the hook rejects, every
            --crash-every-th call is `fx__crash`, which kills the upstream mid-call
   durable  `approve` (an upstream call, then an await) and `approve_continue`
-  churn    a new HTTP session per round (initialize, tools/list), then DELETE or just dropped
+  churn    two threads, a new HTTP session per round (initialize, tools/list), then DELETE or
+           just dropped; past the config's maxSessions the server evicts the idle longest
   abuse    raw sockets: headers cut off, a body shorter than its Content-Length, a slow
            client, a call to `fx__sleep` abandoned mid-request, a body that is not JSON, a
            body over the limit
 
 Every answer is sorted into ok, expected (what the abuse or the crash should cause) or
-unexpected, by kind. After the load, the driver watches the idle server for --cooldown seconds
-(past the config's session idle timeout), so that abandoned sessions are seen reclaimed.
+unexpected, by kind. After the load, the driver watches the idle server for --cooldown seconds,
+then accounts for every churned HTTP session: each one dropped without DELETE is asked (`ping`)
+whether it is still open; with --server-log, the sessions the server says it evicted at the cap
+are added up. Created = deleted + evicted + still open (+ expired by the idle timeout).
 """
 
 import argparse
@@ -129,6 +132,7 @@ class Driver:
         self.last_crash = 0.0
         self.durable = Counter()
         self.churn = Counter()
+        self.abandoned = []  # churned session ids dropped without DELETE
 
     def count(self, kind, outcome):
         with self.lock:
@@ -196,7 +200,14 @@ class Driver:
     def durable_round(self, state):
         s = self.session_of(state)
         i = state["i"] = state.get("i", 0) + 1
-        started = s.call("approve", {"n": i})
+        try:
+            started = s.call("approve", {"n": i})
+        except RpcError as e:
+            # `approve` calls fx__echo: the crash the proxy thread causes can kill it mid-call.
+            if e.kind == "tool error" and time.monotonic() - self.last_crash < 5:
+                self.count("durable", "expected:upstream crashed (tool error)")
+                return
+            raise
         if not started or started.get("status") != "waiting":
             self.count("durable", "unexpected:not waiting")
             return
@@ -207,15 +218,50 @@ class Driver:
 
     def churn_round(self, state):
         s = self.session()
-        self.churn["created"] += 1
-        s.request("tools/list", {})
-        if self.churn["created"] % 2:
+        with self.lock:
+            self.churn["created"] += 1
+            n = self.churn["created"]
+        try:
+            s.request("tools/list", {})
+        except RpcError as e:
+            # Past the cap, another churn thread's initialize may evict this session first.
+            if e.kind == "http 404":
+                with self.lock:
+                    self.churn["evicted before use"] += 1
+                    self.abandoned.append(s.sid)
+                s.close()
+                self.count("churn", "expected:evicted before use")
+                return
+            raise
+        if n % 2:
             s.delete()
-            self.churn["deleted"] += 1
+            with self.lock:
+                self.churn["deleted"] += 1
         else:
-            self.churn["abandoned"] += 1
+            with self.lock:
+                self.churn["abandoned"] += 1
+                self.abandoned.append(s.sid)
         s.close()
         self.count("churn", "ok")
+
+    def still_open(self):
+        """How many of the abandoned churn sessions still answer a ping (200, not 404)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        open_, other = 0, Counter()
+        for sid in self.abandoned:
+            headers = {"Content-Type": "application/json",
+                       "Accept": "application/json, text/event-stream",
+                       "Mcp-Session-Id": sid, "MCP-Protocol-Version": PROTOCOL}
+            conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+                         headers)
+            resp = conn.getresponse()
+            resp.read()
+            if resp.status == 200:
+                open_ += 1
+            elif resp.status != 404:
+                other[resp.status] += 1
+        conn.close()
+        return open_, other
 
     def abuse(self, state):
         n = state["n"] = state.get("n", 0) + 1
@@ -339,7 +385,28 @@ def trend(rows, key):
     return first, last, max(values)
 
 
-def summary(d, rows, warmup, args, stats):
+def evicted_by_server(path):
+    """Sessions the server says its cap closed: its debug line per session when logged
+    (`mcpflow_server::http::sessions=debug`, as soak.sh runs it), else the sum of `closed=N`
+    of its cap warnings (at most one per 10 s: the last window's count is not in it)."""
+    if not path:
+        return None
+    lines, warned = 0, 0
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                if "session cap reached: closing the session idle longest" in line:
+                    lines += 1
+                elif "HTTP session cap reached" in line:
+                    for word in line.split():
+                        if word.startswith("closed="):
+                            warned += int(word[7:])
+    except OSError:
+        return None
+    return lines or warned
+
+
+def summary(d, rows, warmup, args, stats, accounting):
     loaded = [r for r in rows if r["phase"] == "load" and r["t_s"] >= warmup]
     idle = [r for r in rows if r["phase"] == "cooldown"]
     base = next((r for r in rows), None)
@@ -371,7 +438,10 @@ def summary(d, rows, warmup, args, stats):
     p(f"Durable sessions: {d.durable['started']} started, {d.durable['continued']} continued; "
       f"the store at the end: {stats}.")
     p(f"HTTP sessions: {d.churn['created']} churned ({d.churn['deleted']} deleted, "
-      f"{d.churn['abandoned']} dropped without DELETE, left to the {args.idle_timeout} s idle timeout).")
+      f"{d.churn['abandoned']} dropped without DELETE, {d.churn['evicted before use']} evicted "
+      f"before their tools/list by another churn thread's initialize).")
+    p("")
+    p(accounting)
     return "\n".join(out)
 
 
@@ -414,7 +484,9 @@ def main():
     ap.add_argument("--minutes", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=None, help="seconds (default: 10%% of the run, at most 60)")
     ap.add_argument("--cooldown", type=float, default=25, help="idle seconds watched after the load")
-    ap.add_argument("--idle-timeout", type=float, default=15, help="the config's session idle timeout, s")
+    ap.add_argument("--idle-timeout", type=float, default=300, help="the config's session idle timeout, s")
+    ap.add_argument("--max-sessions", type=int, default=200, help="the config's http.maxSessions")
+    ap.add_argument("--server-log", help="the server's stderr, for its session-cap warnings")
     ap.add_argument("--crash-every", type=int, default=200, help="every Nth proxied call crashes the upstream")
     ap.add_argument("--pause", type=float, default=0.002, help="seconds between one thread's calls")
     ap.add_argument("--out", required=True, help="directory for soak.csv, soak.png, summary.md")
@@ -434,7 +506,7 @@ def main():
     sampler.start()
     workers = [threading.Thread(target=d.loop, args=(kind, body)) for kind, body in [
         ("graph", d.graph), ("proxy", d.proxy), ("durable", d.durable_round),
-        ("churn", d.churn_round), ("abuse", d.abuse)]]
+        ("churn", d.churn_round), ("churn", d.churn_round), ("abuse", d.abuse)]]
     for w in workers:
         w.start()
     time.sleep(args.minutes * 60)
@@ -458,7 +530,22 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
-    text = summary(d, rows, warmup, args, stats)
+    open_, other = d.still_open()
+    evicted = evicted_by_server(args.server_log)
+    # Every session the server created: the churn's, plus one per other thread's session and
+    # per abuse that opened one; all but the churn's are either still in use at the end
+    # (graph, proxy, durable: 3) or deleted/abandoned by the abuse. The cap's evictions count
+    # every kind; the churn's abandoned sessions are the ones asked.
+    accounting = (
+        f"Session accounting: of {len(d.abandoned)} churned sessions dropped without DELETE, "
+        f"{open_} still answer a ping (cap {args.max_sessions}), "
+        f"{len(d.abandoned) - open_ - sum(other.values())} are gone (404)"
+        + (f", {dict(other)} other statuses" if other else "")
+        + (f"; the server logged {evicted} sessions closed by its cap." if evicted is not None else ".")
+    )
+    if open_ > args.max_sessions or other:
+        d.count("accounting", "unexpected:sessions over the cap or unanswered")
+    text = summary(d, rows, warmup, args, stats, accounting)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
         f.write(text + "\n")
     plot(rows, os.path.join(args.out, "soak.png"))

@@ -28,7 +28,8 @@ machine_line | tee "$out.machine" >&2
 tmp=$(mktemp -d)
 cp bench/configs/soak.yaml "$tmp/soak.yaml"
 store="sqlite://$tmp/state.db"
-RUST_LOG=${RUST_LOG:-warn} "$REL/mcpflow" serve "$tmp/soak.yaml" --http 127.0.0.1:0 --store "$store" \
+# The session cap's debug line per evicted session lets the driver account for every session.
+MCPFLOW_LOG=${MCPFLOW_LOG:-warn,mcpflow_server::http::sessions=debug} "$REL/mcpflow" serve "$tmp/soak.yaml" --http 127.0.0.1:0 --store "$store" \
     2>"$tmp/server.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; cp "$tmp/server.log" "$out/" 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -37,7 +38,8 @@ echo "# server pid $server at $url, output in $out" >&2
 
 status=0
 python3 bench/soak.py --url "$url" --pid "$server" --out "$out" \
-    --stats-cmd "'$REL/mcpflow' runs stats --store '$store' --json" "${args[@]}" || status=$?
+    --stats-cmd "'$REL/mcpflow' runs stats --store '$store' --json" --server-log "$tmp/server.log" \
+    "${args[@]}" || status=$?
 mv "$out.machine" "$out/machine.txt"
 # The server's warnings and errors by where they come from and how they start.
 {
@@ -45,7 +47,7 @@ mv "$out.machine" "$out/machine.txt"
     echo "Server log, WARN and ERROR lines by source and message:"
     echo
     echo '```'
-    sed -nE 's/^[^ ]+ +(WARN|ERROR) ([^ ]+) (.{0,60}).*/\1 \2 \3/p' "$tmp/server.log" | sort | uniq -c | sort -rn | head -n 20
+    sed -nE 's/^[^ ]+ +(WARN|ERROR|DEBUG) ([^ ]+) (.{0,60}).*/\1 \2 \3/p' "$tmp/server.log" | sort | uniq -c | sort -rn | head -n 20
     echo '```'
 } | tee -a "$out/summary.md"
 exit $status

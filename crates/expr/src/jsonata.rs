@@ -69,8 +69,10 @@ impl Limits {
         let (result, exhausted) = memory::metered(self.max_memory_bytes, |cancel| {
             evaluate(&self.options(cancel))
         });
+        // Past the budget is an error even when the evaluation got to its end: jlens stops at
+        // its next step, and a last step (`[1..$n]` as the whole expression) has none.
         match result {
-            Err(_) if exhausted => Err(ExprError::new(
+            _ if exhausted => Err(ExprError::new(
                 memory::MEMORY_CODE,
                 format!(
                     "the expression needed more than {} MiB of memory at once, the limit of one \
@@ -166,7 +168,7 @@ impl Jsonata {
         match &self.inner.plan {
             Plan::Path(steps) => {
                 if let Some(found) = plan::lookup(input, steps) {
-                    return Ok(found.cloned());
+                    return Ok(found.map(plan::as_jsonata));
                 }
                 self.run(
                     &self.inner.expr,

@@ -57,6 +57,35 @@ fn plain_paths_agree_with_the_engine() {
     }
 }
 
+/// Numbers found by a plain path come back as the engine gives them (JavaScript numbers): `-0`
+/// as `0`, a float with no fraction as an integer, an integer past 2^53 as the nearest double,
+/// nested ones too. The fast path returned them
+/// as written (`-0.0`, `1.0`); the `jsonata` fuzz target found it with `entry` on a `-0.0`.
+#[test]
+fn plain_paths_give_numbers_as_the_engine_does() {
+    let ctx = context(json!({"entry": {
+        "z": -0.0, "one": 1.0, "half": 2.5, "int": 7, "big": 9007199254740993u64,
+        "xs": [-0.0, 2.0], "o": {"k": -0.0, "deep": [{"f": 3.0}]}
+    }}));
+    for src in [
+        "entry",
+        "entry.z",
+        "entry.one",
+        "entry.half",
+        "entry.int",
+        "entry.big",
+        "entry.o",
+        "$.entry.o.k",
+    ] {
+        assert_eq!(eval(src, &ctx), eval_engine(src, &ctx), "{src}");
+    }
+    assert_eq!(eval("entry.z", &ctx), Some(json!(0)));
+    assert_eq!(
+        eval("entry.one", &ctx).map(|v| v.to_string()),
+        Some("1".into())
+    );
+}
+
 #[test]
 fn undefined_results_and_object_keys() {
     let ctx = context(json!({"entry": {"x": 1}}));

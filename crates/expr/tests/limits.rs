@@ -128,6 +128,23 @@ fn a_product_of_ranges_stops_at_the_memory_budget() {
     );
 }
 
+/// One step past the budget is an error even when it is the evaluation's last: the value was
+/// built (jlens stops at its next step, and there is none) but held more than the budget at
+/// once. It used to be returned as a success; the `jsonata` fuzz target found it with
+/// `[1..10000000]`, 10^7 items (JSONata's range cap) under a 64 MiB budget.
+#[test]
+fn a_last_step_past_the_budget_is_an_error() {
+    assert!(mcpflow_expr::memory_bound_active());
+    let small = Limits {
+        max_memory_bytes: 8 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let err = eval("[1..1000000]", &small).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some(MEMORY_CODE), "{err}");
+    let err = eval("($n := 1000000; [1..$n])", &small).unwrap_err();
+    assert_eq!(err.code.as_deref(), Some(MEMORY_CODE), "{err}");
+}
+
 #[test]
 fn large_but_reasonable_values_fit_the_default_budget() {
     assert_eq!(

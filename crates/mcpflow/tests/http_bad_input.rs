@@ -30,6 +30,13 @@ tools:
       - {{ id: entry, type: entry, next: sleep }}
       - {{ id: sleep, type: mcp, server: fixture, tool: sleep, args: {{ ms: {{ expr: "entry.ms" }} }}, next: exit }}
       - {{ id: exit, type: exit }}
+  - name: "meet"
+    description: "Returns once n calls of the fixture's rendezvous are in progress together"
+    inputSchema: {{ type: object, properties: {{ n: {{ type: integer }} }}, required: [n] }}
+    nodes:
+      - {{ id: entry, type: entry, next: wait }}
+      - {{ id: wait, type: mcp, server: fixture, tool: rendezvous, args: {{ n: {{ expr: "entry.n" }} }}, next: exit }}
+      - {{ id: exit, type: exit }}
 "#,
         fixture = http_common::fixture().display()
     )
@@ -243,6 +250,105 @@ async fn ten_thousand_abandoned_sessions_leave_memory_bounded() {
     let fresh = open_session(&http, &url).await;
     assert_eq!(add(&http, &url, &fresh, 20, 22).await, json!(42));
     eprintln!("RSS {before} KiB → {after} KiB after 10,000 abandoned sessions");
+}
+
+/// Sessions opened by many clients at once, with the default 300 s idle timeout: past
+/// `maxSessions` the ones idle longest are closed, every one of them. Each session ever opened
+/// is asked (`ping`): no more than the cap still answer. (Concurrent initializes once made the
+/// cap lose track of some sessions, which then answered, and were held in memory, until their
+/// idle timeout: RSS grew without plateau under churn.)
+#[tokio::test]
+async fn sessions_opened_concurrently_past_the_cap_are_closed_not_kept() {
+    use futures::StreamExt;
+    const MAX: usize = 100;
+    let (_dir, server) = server_with("{ maxSessions: 100 }");
+    let http = client();
+    let url = server.url.clone();
+    let ids: Vec<String> = futures::stream::iter(0..3_000)
+        .map(|_| open_session(&http, &url))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
+    let statuses: Vec<StatusCode> = futures::stream::iter(&ids)
+        .map(|id| {
+            let (http, url, ping) = (&http, &url, ping.clone());
+            async move { post(http, url, Some(id), &[], ping).await.0 }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let answering = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let gone = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::NOT_FOUND)
+        .count();
+    assert_eq!(
+        answering + gone,
+        ids.len(),
+        "a ping got neither 200 nor 404: {statuses:?}"
+    );
+    assert!(
+        answering <= MAX,
+        "{answering} of {} sessions still open with maxSessions {MAX}",
+        ids.len()
+    );
+    // The newest sessions are the ones kept: the cap is full, not emptied.
+    assert!(answering >= MAX / 2, "only {answering} sessions answer");
+}
+
+/// A session whose call is still running is not idle, however long ago the call started: new
+/// sessions past the cap evict idle ones, never it. (The cap once ordered sessions by their
+/// last request's start, so a slow call's session was the first evicted and its client got a
+/// response stream that ended without an answer.)
+#[tokio::test]
+async fn a_session_with_a_call_in_flight_is_not_evicted() {
+    use futures::StreamExt;
+    let (_dir, server) = server_with("{ maxSessions: 20 }");
+    let http = client();
+    let url = server.url.clone();
+    let meet = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "meet", "arguments": {"n": 2}}})
+    .to_string();
+    let call = |session: String| {
+        let (http, url, meet) = (http.clone(), url.clone(), meet.clone());
+        tokio::spawn(async move { post(&http, &url, Some(&session), &[], meet).await })
+    };
+    let first = call(open_session(&http, &url).await);
+    // Until the first call is running (the run API lists it), then 60 new sessions, three times
+    // the cap: the first session's last request is the oldest of all.
+    let running = format!("{}/api/runs?tool=meet&status=running", server.base());
+    loop {
+        let listed: Value = http
+            .get(&running)
+            .send()
+            .await
+            .expect("run API answers")
+            .json()
+            .await
+            .expect("run API JSON");
+        if listed["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    futures::stream::iter(0..60)
+        .map(|_| open_session(&http, &url))
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await;
+    // The second participant of the rendezvous: both calls end together.
+    let second = call(open_session(&http, &url).await);
+    for (which, call) in [("first", first), ("second", second)] {
+        let (status, _, body) = call.await.expect("call task");
+        assert_eq!(status, StatusCode::OK, "{which}: {body}");
+        let answer = rpc(&body);
+        assert_eq!(
+            answer["result"]["structuredContent"]["arrived"],
+            json!(2),
+            "{which} call's answer: {body}"
+        );
+    }
 }
 
 /// Opens `n` sessions (initialize only, never used again), 32 at a time.

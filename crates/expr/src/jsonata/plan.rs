@@ -130,6 +130,34 @@ pub(super) fn lookup<'a>(input: Input<'a>, steps: &[String]) -> Option<Option<&'
     }
 }
 
+/// A copy of a value found by [`lookup`], as the engine would give it back: its numbers are
+/// JavaScript numbers (jlens's output rule), so a float with no fraction is an integer, `-0` is
+/// `0` and an integer past 2^53 is the nearest double; the rest as is.
+pub(super) fn as_jsonata(json: &Json) -> Json {
+    const SAFE: f64 = 9.007_199_254_740_992e15;
+    match json {
+        Json::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() || f.abs() >= SAFE => {
+                if f.fract() == 0.0 && f.abs() < SAFE {
+                    // Integral and below 2^53: exact.
+                    Json::from(f as i64)
+                } else {
+                    serde_json::Number::from_f64(f).map_or(Json::Null, Json::Number)
+                }
+            }
+            _ => json.clone(),
+        },
+        Json::Array(items) => Json::Array(items.iter().map(as_jsonata).collect()),
+        Json::Object(fields) => Json::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), as_jsonata(v)))
+                .collect(),
+        ),
+        _ => json.clone(),
+    }
+}
+
 /// Rewrites the calls of history functions whose arguments are literals into variables.
 fn hoist(expr: &Expression) -> Option<Plan> {
     let root = &expr.ast().root;
