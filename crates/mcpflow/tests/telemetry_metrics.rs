@@ -119,12 +119,37 @@ async fn metrics_after_a_known_sequence() {
         .expect("GET /sse");
     assert!(sse.status().is_success());
 
+    // And one Streamable HTTP session of the 2025-11-25 era (the calls above were stateless).
+    let init = json!({"jsonrpc": "2.0", "id": 99, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "metrics-test", "version": "0.0.0"}}});
+    let opened = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .expect("initialize");
+    assert!(
+        opened.headers().contains_key("mcp-session-id"),
+        "{opened:?}"
+    );
+
     let s = scrape(&format!("{}/metrics", server.base()));
     assert_eq!(
         value(
             &s,
             "mcpflow_http_sessions_open",
             json!({"transport": "sse"})
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            "mcpflow_http_sessions_open",
+            json!({"transport": "streamable"})
         ),
         1.0
     );

@@ -52,6 +52,13 @@ struct State {
     reported: Option<Instant>,
 }
 
+impl State {
+    /// The open sessions, in the metrics (`mcpflow_http_sessions_open{transport="streamable"}`).
+    fn report_open(&self) {
+        mcpflow_telemetry::metrics::http_sessions("streamable", self.open.len());
+    }
+}
+
 /// One session's requests in flight and when it was last active (milliseconds from the
 /// manager's epoch): shared with the response streams, which update it when they end.
 #[derive(Default)]
@@ -93,7 +100,9 @@ impl Reservation<'_> {
             busy: AtomicUsize::new(0),
             last_ms: AtomicU64::new(millis(self.sessions.epoch)),
         };
-        self.sessions.lock().open.insert(id, Arc::new(activity));
+        let mut state = self.sessions.lock();
+        state.open.insert(id, Arc::new(activity));
+        state.report_open();
     }
 }
 
@@ -160,6 +169,7 @@ impl BoundedSessions {
         for id in &gone {
             state.open.remove(id);
         }
+        state.report_open();
     }
 
     /// Takes a place under the cap for a new session; at the cap, takes it from the sessions
@@ -181,6 +191,7 @@ impl BoundedSessions {
                 victims.push(id);
             }
             state.evicted += victims.len() as u64;
+            state.report_open();
             let now = Instant::now();
             if state
                 .reported
@@ -238,7 +249,11 @@ impl SessionManager for BoundedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.lock().open.remove(id);
+        {
+            let mut state = self.lock();
+            state.open.remove(id);
+            state.report_open();
+        }
         self.inner.close_session(id).await
     }
 
