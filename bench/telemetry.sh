@@ -49,7 +49,7 @@ export OTEL_BSP_MAX_QUEUE_SIZE=65536 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192 OTEL_BS
 results="$work/results.jsonl"
 for round in $(seq "$rounds"); do
     for mode in off metrics tracing; do
-        log="$work/serve.log"
+        log="$work/serve-$mode-$round.log"
         "$REL/mcpflow" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
         server=$!
         url=$(listen_url "$log" 100)
@@ -72,7 +72,7 @@ jq -rs '
 
 if [[ ${INSTRUCTIONS:-0} == 1 ]]; then
     for mode in off metrics tracing; do
-        CONFIG=$(config $mode) PROTOCOL=2026-07-28 SKIP_BUILD=1 bench/instructions.sh http |
+        CONFIG=$(config $mode) PROTOCOL=2026-07-28 SKIP_BUILD=1 bash bench/instructions.sh http |
             jq -c --arg mode "$mode" '. + {telemetry: $mode}'
     done
 fi
