@@ -65,6 +65,11 @@ pub struct LiveRun {
     /// Told when the run ends, so a recorder attached after its last event stops too.
     over: tokio::sync::Notify,
     recording: AtomicBool,
+    /// The run's events this registry has handled (compared with [`Control::emitted`]), and
+    /// told on each: a reader waits on it so the history it shows is never behind the
+    /// pause it sees in the control.
+    handled: AtomicU64,
+    progress: tokio::sync::Notify,
     log: Mutex<Log>,
     /// Recorded events, to this run's watchers; made when recording begins (a run nobody
     /// watches allocates no buffer).
@@ -190,6 +195,8 @@ impl Registry {
             .clone();
         let mut rx = tx.subscribe();
         drop(tx);
+        // Events sent before the subscription never reach this recorder: they count as handled.
+        run.handled.store(run.control.emitted(), Ordering::Release);
         {
             let mut log = lock(&run.log);
             log.from_start = from_start;
@@ -239,6 +246,7 @@ impl Registry {
                     Ok(event) => {
                         let last = matches!(event, Event::RunFinished { .. });
                         registry.publish(&run, event);
+                        run.handled_more(1);
                         if last {
                             break;
                         }
@@ -248,11 +256,13 @@ impl Registry {
                             "message": "the run outpaced its recorder: these events were lost"});
                         let frame = registry.frame("gap", data);
                         registry.push(&run, frame);
+                        run.handled_more(missed);
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 }
             }
             lock(&run.log).done = true;
+            run.progress.notify_waiters();
             // Closes the run's watchers' streams once they have read what is left.
             let _ = run.out().send(registry.frame(
                 "end",
@@ -334,6 +344,8 @@ impl Observe for Hook {
             events: Mutex::new(run.events.cloned().or_else(|| given.clone())),
             over: tokio::sync::Notify::new(),
             recording: AtomicBool::new(false),
+            handled: AtomicU64::new(0),
+            progress: tokio::sync::Notify::new(),
             log: Mutex::new(Log::default()),
             out: std::sync::OnceLock::new(),
             end: Mutex::new(None),
@@ -391,6 +403,34 @@ impl LiveRun {
     fn out(&self) -> &broadcast::Sender<Arc<Frame>> {
         self.out
             .get_or_init(|| broadcast::channel(WATCHER_BUFFER).0)
+    }
+
+    fn handled_more(&self, n: u64) {
+        self.handled.fetch_add(n, Ordering::AcqRel);
+        self.progress.notify_waiters();
+    }
+
+    /// Waits (at most `limit`) until every event the run had sent when this was called has
+    /// been recorded, so the records read next are not behind the run's control: after a
+    /// step, the pause is in the control at once while the record of the step's node is
+    /// still on its way through the event channel.
+    pub async fn caught_up(&self, limit: std::time::Duration) {
+        if !self.recording.load(Ordering::Acquire) {
+            return;
+        }
+        let target = self.control.emitted();
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let progress = self.progress.notified();
+                tokio::pin!(progress);
+                progress.as_mut().enable();
+                if self.handled.load(Ordering::Acquire) >= target || lock(&self.log).done {
+                    return;
+                }
+                progress.await;
+            }
+        })
+        .await;
     }
 
     /// `running`, `paused`, or how it ended.

@@ -113,6 +113,9 @@ struct Shown {
     live: Option<Arc<LiveRun>>,
 }
 
+/// The longest a reader waits for a live run's recorder to catch up with the run's control.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
     if let Some(run) = api.registry().get(id) {
         let mut summary = match run.summary() {
@@ -159,6 +162,7 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
             });
         }
         if run.is_live() || api.engine().durability().is_none() {
+            run.caught_up(CATCH_UP).await;
             let (records, complete) = run.with_records(|records, from_start| {
                 let records = records
                     .iter()

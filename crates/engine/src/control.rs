@@ -3,7 +3,7 @@
 //! execution of a run: the main flow, `parallel` branches and `foreach` items.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use mcpflow_expr::{ExprError, Jsonata, Scope};
@@ -37,6 +37,10 @@ struct Inner {
     /// An event channel attached while the run goes (a watcher joined a run started without
     /// one); the run's events go there from its next event on.
     events: OnceLock<broadcast::Sender<Event>>,
+    /// Events sent to a listening channel so far: a reader of the run's recorded history
+    /// (the run API) waits until its recorder has handled this many, so what it shows is
+    /// never behind what [`Control::state`] says.
+    emitted: AtomicU64,
 }
 
 impl Default for Inner {
@@ -48,6 +52,7 @@ impl Default for Inner {
             cancel: CancellationToken::new(),
             by_client: AtomicBool::new(false),
             events: OnceLock::new(),
+            emitted: AtomicU64::new(0),
         }
     }
 }
@@ -215,6 +220,15 @@ impl Control {
     /// one attached before).
     pub fn attach_events(&self, tx: broadcast::Sender<Event>) -> broadcast::Sender<Event> {
         self.inner.events.get_or_init(|| tx).clone()
+    }
+
+    /// How many events the run has sent to a channel with a listener.
+    pub fn emitted(&self) -> u64 {
+        self.inner.emitted.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn count_emitted(&self) {
+        self.inner.emitted.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The channel attached with [`Control::attach_events`]; reading it is one atomic load.

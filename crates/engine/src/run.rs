@@ -310,7 +310,9 @@ impl<'a> Executor<'a> {
         if let Some(tx) = tx
             && tx.receiver_count() > 0
         {
-            let _ = tx.send(event());
+            if tx.send(event()).is_ok() {
+                self.shared.control.count_emitted();
+            }
         }
     }
 
