@@ -9,6 +9,8 @@
 #   bench/telemetry.sh                        # 3 rounds, 10 s each, 16 clients
 #   ROUNDS=5 SECONDS_PER_RUN=5 CLIENTS=1 bench/telemetry.sh
 #   INSTRUCTIONS=1 SKIP_BUILD=1 bench/telemetry.sh   # also callgrind's Ir per call per mode
+#   BASELINE=/tmp/mcpflow-before bench/telemetry.sh  # adds "tracing-baseline": tracing on, served
+#                                                    # by an earlier build, for a before/after
 #
 # A measurement, not a test.
 set -euo pipefail
@@ -37,7 +39,7 @@ config() { # mode -> path of its config
     case $1 in
         off) echo 'telemetry: { metrics: { enabled: false } }' >>"$path" ;;
         metrics) ;;
-        tracing) printf 'telemetry:\n  traces: { endpoint: "http://127.0.0.1:%s", protocol: "http/protobuf", samplingRatio: 1 }\n' "$sink_port" >>"$path" ;;
+        tracing | tracing-baseline) printf 'telemetry:\n  traces: { endpoint: "http://127.0.0.1:%s", protocol: "http/protobuf", samplingRatio: 1 }\n' "$sink_port" >>"$path" ;;
     esac
     echo "$path"
 }
@@ -47,10 +49,17 @@ config() { # mode -> path of its config
 export OTEL_BSP_MAX_QUEUE_SIZE=65536 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192 OTEL_BSP_SCHEDULE_DELAY=500
 
 results="$work/results.jsonl"
+modes="off metrics tracing"
+if [[ -n ${BASELINE:-} ]]; then
+    [[ -x $BASELINE ]] || { echo "bench: BASELINE=$BASELINE is not an executable" >&2; exit 1; }
+    modes="$modes tracing-baseline"
+fi
 for round in $(seq "$rounds"); do
-    for mode in off metrics tracing; do
+    for mode in $modes; do
         log="$work/serve-$mode-$round.log"
-        "$REL/mcpflow" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
+        bin="$REL/mcpflow"
+        [[ $mode == tracing-baseline ]] && bin=$BASELINE
+        "$bin" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
         server=$!
         url=$(listen_url "$log" 100)
         line=$("$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
@@ -67,12 +76,14 @@ jq -rs '
   (map(select(.mode == "off")) | map(.server_cpu_us) | median) as $off
   | group_by(.mode) | map({mode: .[0].mode, cps: (map(.calls_per_s) | median),
       cpu: (map(.server_cpu_us) | median), p50: (map(.p50_us) | median), p99: (map(.p99_us) | median)})
-  | sort_by({off: 0, metrics: 1, tracing: 2}[.mode])
+  | sort_by({off: 0, metrics: 1, tracing: 2, "tracing-baseline": 3}[.mode])
   | .[] | "| \(.mode) | \(.cps) | \(.cpu) | \(((.cpu / $off - 1) * 1000 | round) / 10) % | \(.p50) | \(.p99) |"' "$results"
 
 if [[ ${INSTRUCTIONS:-0} == 1 ]]; then
-    for mode in off metrics tracing; do
-        CONFIG=$(config $mode) PROTOCOL=2026-07-28 SKIP_BUILD=1 bash bench/instructions.sh http |
+    for mode in $modes; do
+        bin="$REL/mcpflow"
+        [[ $mode == tracing-baseline ]] && bin=$BASELINE
+        MCPFLOW=$bin CONFIG=$(config $mode) PROTOCOL=2026-07-28 SKIP_BUILD=1 bash bench/instructions.sh http |
             jq -c --arg mode "$mode" '. + {telemetry: $mode}'
     done
 fi
