@@ -6,11 +6,8 @@ mod common;
 mod http_common;
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
@@ -48,26 +45,7 @@ fn v2() -> String {
 "#
 }
 
-/// A client that counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Listener(Arc<AtomicUsize>);
-
-impl rmcp::ClientHandler for Listener {
-    async fn on_tool_list_changed(
-        &self,
-        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::default(),
-            rmcp::model::Implementation::new("reload-tests", "0.0.0"),
-        )
-        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
-    }
-}
+use common::Listener;
 
 fn write(path: &Path, yaml: &str) {
     let fixture = common::fixture();
@@ -112,20 +90,13 @@ async fn an_edited_config_is_served_without_a_restart_over_stdio() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("graph.yaml");
     write(&config, V1);
-    let mut cmd = tokio::process::Command::new(common::mcpflow());
-    cmd.args([
+    let (client, listener) = common::listening(&[
         "serve",
         config.to_str().expect("utf-8"),
         "--watch-ms",
         "100",
-    ]);
-    let transport = rmcp::transport::TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map(|(t, _)| t)
-        .expect("mcpflow starts");
-    let listener = Listener::default();
-    let client = listener.clone().serve(transport).await.expect("initialize");
+    ])
+    .await;
     let caps = client
         .peer_info()
         .expect("server info")
@@ -137,13 +108,13 @@ async fn an_edited_config_is_served_without_a_restart_over_stdio() {
     // A valid change: announced, served, and only `two` (whose definition changed) restarted.
     write(&config, &v2());
     for _ in 0..200 {
-        if listener.0.load(Ordering::SeqCst) >= 1 {
+        if listener.heard() >= 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(
-        listener.0.load(Ordering::SeqCst) >= 1,
+        listener.heard() >= 1,
         "no tools/list_changed after the edit"
     );
     assert!(names(&client).await.contains(&"hello".to_owned()));
@@ -160,14 +131,10 @@ async fn an_edited_config_is_served_without_a_restart_over_stdio() {
     assert!(alive(one));
 
     // A config that does not load changes nothing; the watch goes on.
-    let seen = listener.0.load(Ordering::SeqCst);
+    let seen = listener.heard();
     write(&config, "version: \"1.0\"\ntools: [ {name: broken\n");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(
-        listener.0.load(Ordering::SeqCst),
-        seen,
-        "nothing was announced"
-    );
+    assert_eq!(listener.heard(), seen, "nothing was announced");
     assert!(names(&client).await.contains(&"hello".to_owned()));
     assert_eq!(
         pids(&client).await,
