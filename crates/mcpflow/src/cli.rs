@@ -125,7 +125,15 @@ pub struct ServeArgs {
     /// are taken back at once). Default: host name and process id.
     #[arg(long, value_name = "NAME")]
     pub instance: Option<String>,
+    /// How often the config's files (includes, `mcp.json` and scripts too) are read for
+    /// changes, which are then served without a restart (as on SIGHUP), in milliseconds;
+    /// 0 turns the watch off.
+    #[arg(long = "watch-ms", value_name = "MS", default_value_t = WATCH_MS)]
+    pub watch_ms: u64,
 }
+
+/// `--watch-ms`'s default: a saved config is served within about two intervals.
+pub const WATCH_MS: u64 = 1000;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -220,6 +228,7 @@ impl Cli {
                 stdio_write_timeout: STDIO_WRITE_TIMEOUT_SECS,
                 state: Default::default(),
                 instance: None,
+                watch_ms: WATCH_MS,
             })),
             (None, None) => {
                 Err("nothing to do: give a command (see `mcpflow --help`) or `-g CONFIG`".into())

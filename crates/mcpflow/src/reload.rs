@@ -1,8 +1,10 @@
 //! Serving the config anew while clients stay connected: the config on disk is loaded and
 //! compiled against the running upstream pool, pinned to the same store under its new
 //! version (the new engine succeeds the old one, so sessions started before keep their
-//! graph), and swapped into the [`LiveServer`]. The authoring tools' saves publish through
-//! it ([`Publish`]); changing the upstream servers themselves still takes a restart.
+//! graph), and swapped into the [`LiveServer`]. One path for every trigger: the authoring
+//! tools' saves ([`Publish`]), SIGHUP, and the watch on the config's files. Only upstreams
+//! whose definition changed start anew; a config that does not load changes nothing (the
+//! error is logged, counted and shown by `/readyz`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -28,12 +30,51 @@ pub struct Reloader {
     /// Where the served config's values are written, for the run API's drawable graphs:
     /// replaced with the config on each reload.
     sources: std::sync::RwLock<Arc<mcpflow_config::SourceMap>>,
+    /// The last reload that was refused, while the config on disk is still that one.
+    refused: std::sync::Mutex<Option<Refused>>,
 }
 
 struct Running {
     loaded: Loaded,
+    /// [`mcpflow_config::version`] of `loaded`: a read that gives the same one changes nothing.
+    version: String,
     engine: Engine,
     upkeep: Option<JoinHandle<()>>,
+}
+
+/// A config on disk that did not load: why, when, and its [`key`] (the watch does not try
+/// the same config twice).
+#[derive(Clone)]
+struct Refused {
+    error: String,
+    at: std::time::Instant,
+    key: String,
+}
+
+/// What identifies the config on disk as read: its version, or, when it does not read or
+/// check, what was wrong with it.
+fn key(read: &Result<mcpflow_config::Draft, ConfigErrors>) -> String {
+    use std::hash::{Hash, Hasher};
+    match read {
+        Ok(draft) => match draft.config() {
+            Some(config) => mcpflow_config::version(config),
+            None => {
+                // `DefaultHasher::new()` has fixed keys: the same problems give the same key.
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                format!("{draft:?}").hash(&mut h);
+                format!("invalid:{:x}", h.finish())
+            }
+        },
+        Err(e) => format!("unreadable:{e}"),
+    }
+}
+
+/// What started a reload, for the log.
+#[derive(Debug, Clone, Copy)]
+pub enum Trigger {
+    Save,
+    Signal,
+    Watch,
 }
 
 impl Reloader {
@@ -45,14 +86,17 @@ impl Reloader {
         upkeep: Option<JoinHandle<()>>,
     ) -> Arc<Reloader> {
         let sources = std::sync::RwLock::new(Arc::new(loaded.sources.clone()));
+        let version = mcpflow_config::version(&loaded.config);
         Arc::new_cyclic(|me| Reloader {
             me: me.clone(),
             sources,
+            refused: std::sync::Mutex::new(None),
             args: clone_args(args),
             owner,
             live: OnceLock::new(),
             running: tokio::sync::Mutex::new(Running {
                 loaded,
+                version,
                 engine,
                 upkeep,
             }),
@@ -80,9 +124,20 @@ impl Reloader {
         server.with_authoring(authoring)
     }
 
-    /// Whether the tool list can change while serving (saves are on).
-    pub fn reloads(loaded: &Loaded) -> bool {
-        loaded.config.authoring.is_some_and(|a| a.save())
+    /// What `/readyz` adds under "ready": the reload refused last, while the config on disk
+    /// is still that one (the previous config goes on serving meanwhile).
+    pub fn note(&self) -> String {
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        match &*refused {
+            None => String::new(),
+            Some(r) => {
+                format!(
+                    "config reload refused {} s ago, the previous config is still served: {}",
+                    r.at.elapsed().as_secs(),
+                    r.error
+                )
+            }
+        }
     }
 
     /// Positions in the config being served (the one loaded last).
@@ -104,7 +159,30 @@ impl Reloader {
         }
     }
 
-    async fn reload_now(&self) -> Result<Vec<String>, String> {
+    /// Loads the config on disk and serves it if it differs from the one served; logs and
+    /// counts the outcome. `Ok(None)`: nothing changed.
+    pub async fn reload(&self, trigger: Trigger) -> Result<Option<Vec<String>>, String> {
+        let result = self.reload_now(trigger).await;
+        match &result {
+            Ok(Some(_)) => {
+                mcpflow_telemetry::metrics::config_reload("applied");
+                *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+            Ok(None) => {
+                *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+            Err(e) => {
+                mcpflow_telemetry::metrics::config_reload("refused");
+                tracing::error!(
+                    ?trigger,
+                    "config reload refused, the previous config is still served: {e}"
+                );
+            }
+        }
+        result
+    }
+
+    async fn reload_now(&self, trigger: Trigger) -> Result<Option<Vec<String>>, String> {
         let live = self
             .live
             .get()
@@ -112,22 +190,20 @@ impl Reloader {
             .clone();
         let mut running = self.running.lock().await;
         let pool = running.engine.pool().clone();
-        let (loaded, engine) = self
-            .read()
-            .and_then(|draft| {
-                draft.compile(
-                    |config, _| Engine::new(config, pool.clone()),
-                    mcpflow_engine::check,
-                )
-            })
-            .map_err(|e| format!("the config does not load: {e}"))?;
-        if loaded.config.mcp_servers != running.loaded.config.mcp_servers {
-            return Err(
-                "the config's mcpServers changed on disk; upstream servers change only on a \
-                 restart of mcpflow"
-                    .into(),
-            );
+        // Read and checked first: a config that does not load touches nothing.
+        let read = self.read();
+        let key = key(&read);
+        if key == running.version {
+            return Ok(None);
         }
+        let draft = read.map_err(|e| self.refuse(key.clone(), e.to_string()))?;
+        let (loaded, engine) = draft
+            .compile(
+                |config, _| Engine::new(config, pool.clone()),
+                mcpflow_engine::check,
+            )
+            .map_err(|e| self.refuse(key.clone(), e.to_string()))?;
+        let version = mcpflow_config::version(&loaded.config);
         match running.engine.durability() {
             Some(d) => {
                 crate::state::pin(&engine, &loaded, d.store.clone(), self.owner.clone()).await?
@@ -137,11 +213,17 @@ impl Reloader {
                     .await?;
             }
         }
-        engine.succeed(&running.engine);
         let server = self
             .compose(&loaded, engine.clone())
-            .map_err(|e| e.to_string())?;
-        server.check_names().await.map_err(|e| e.to_string())?;
+            .map_err(|e| self.refuse(key.clone(), e.to_string()))?;
+        // The upstreams change with the config (all engines share the pool): proxied names
+        // are checked on the new ones, and a clash puts the old definitions back.
+        let upstreams = pool.reconfigure(loaded.config.mcp_servers.clone());
+        if let Err(e) = server.check_names().await {
+            pool.reconfigure(running.loaded.config.mcp_servers.clone());
+            return Err(self.refuse(key, e.to_string()));
+        }
+        engine.succeed(&running.engine);
         let tools = loaded.config.tools.iter().map(|t| t.name.clone()).collect();
         live.replace(server).await;
         if let Some(task) = running.upkeep.take() {
@@ -149,16 +231,87 @@ impl Reloader {
         }
         let upkeep = engine.spawn_upkeep();
         tracing::info!(
+            ?trigger,
             tools = loaded.config.tools.len(),
-            "serving the config as saved"
+            restarted = ?upstreams.restarted,
+            added = ?upstreams.added,
+            removed = ?upstreams.removed,
+            version = %version,
+            "config reloaded"
         );
         *self.sources.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(loaded.sources.clone());
         *running = Running {
             loaded,
+            version,
             engine,
             upkeep,
         };
-        Ok(tools)
+        Ok(Some(tools))
+    }
+
+    /// Notes a refused reload for `/readyz` and returns its message.
+    fn refuse(&self, key: String, error: String) -> String {
+        let message = format!("the config does not load: {error}");
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(Refused {
+            error: message.clone(),
+            at: std::time::Instant::now(),
+            key,
+        });
+        message
+    }
+
+    /// Reloads on SIGHUP, for as long as the process lives.
+    pub fn on_hangup(self: &Arc<Self>) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGHUP ({e}): reloads come from the watch only");
+                return;
+            }
+        };
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                let Some(me) = me.upgrade() else { return };
+                if let Ok(None) = me.reload(Trigger::Signal).await {
+                    tracing::info!("SIGHUP: the config on disk is the one served");
+                }
+            }
+        });
+    }
+
+    /// Watches the config's files: every `interval` the config is read again (with its
+    /// includes, `mcp.json` and script files) and served when it differs from the one served
+    /// and read the same twice in a row (an editor's save in several writes is not caught half
+    /// way). A config that was refused is not tried again until it changes.
+    pub fn watch(self: &Arc<Self>, interval: std::time::Duration) {
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut pending: Option<String> = None;
+            loop {
+                tokio::time::sleep(interval).await;
+                let Some(me) = me.upgrade() else { return };
+                let seen = key(&me.read());
+                let served = me.running.lock().await.version.clone();
+                let refused = me
+                    .refused
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map(|r| r.key.clone());
+                if seen == served || refused.as_ref() == Some(&seen) {
+                    pending = None;
+                    continue;
+                }
+                if pending.as_ref() != Some(&seen) {
+                    pending = Some(seen); // served when it reads the same next time
+                    continue;
+                }
+                pending = None;
+                let _ = me.reload(Trigger::Watch).await;
+            }
+        });
     }
 
     fn read(&self) -> Result<mcpflow_config::Draft, ConfigErrors> {
@@ -176,7 +329,22 @@ impl Publish for Reloader {
     }
 
     fn reload(&self) -> BoxFuture<'_, Result<Vec<String>, String>> {
-        Box::pin(self.reload_now())
+        Box::pin(async move {
+            match Reloader::reload(self, Trigger::Save).await? {
+                Some(tools) => Ok(tools),
+                // Saved the same text: what is served is already it.
+                None => Ok(self
+                    .running
+                    .lock()
+                    .await
+                    .loaded
+                    .config
+                    .tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect()),
+            }
+        })
     }
 
     fn saving(&self) -> &tokio::sync::Mutex<()> {
@@ -193,5 +361,6 @@ fn clone_args(args: &ServeArgs) -> ServeArgs {
         stdio_write_timeout: args.stdio_write_timeout,
         state: args.state.clone(),
         instance: args.instance.clone(),
+        watch_ms: args.watch_ms,
     }
 }

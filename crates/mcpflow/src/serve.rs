@@ -64,8 +64,13 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         pool.shutdown().await;
         return ExitCode::from(2);
     }
-    let live = LiveServer::new(server, Reloader::reloads(&loaded));
+    // The tool list can change whenever the config does (watch, SIGHUP, saves).
+    let live = LiveServer::new(server, true);
     reloader.serve(live.clone());
+    reloader.on_hangup();
+    if args.watch_ms > 0 {
+        reloader.watch(Duration::from_millis(args.watch_ms));
+    }
     let metrics_address = loaded
         .config
         .telemetry
@@ -99,7 +104,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Some(addr) => {
             let mut options = HttpOptions::from_config(loaded.config.http.as_ref());
             options.allowed_hosts.extend(args.allowed_hosts);
-            options.readiness = Some(upstreams_answer(pool.clone()));
+            options.readiness = Some(upstreams_answer(pool.clone(), reloader.clone()));
             options.api = Some(run_api(&live, reloader.clone()));
             serve_http(live, addr, options).await
         }
@@ -173,13 +178,15 @@ async fn serve_metrics(address: &str, live: &LiveServer) -> Result<(), String> {
     Ok(())
 }
 
-/// `/readyz`: every upstream answers (started or reconnected if needed) within 5 s.
-fn upstreams_answer(pool: UpstreamPool) -> mcpflow_server::ReadinessCheck {
+/// `/readyz`: every upstream answers (started or reconnected if needed) within 5 s; a
+/// refused config reload is shown (the server is still ready: the previous config serves).
+fn upstreams_answer(pool: UpstreamPool, reloader: Arc<Reloader>) -> mcpflow_server::ReadinessCheck {
     const PATIENCE: Duration = Duration::from_secs(5);
     Arc::new(move || {
         let pool = pool.clone();
+        let note = reloader.note();
         Box::pin(async move {
-            let names: Vec<String> = pool.servers().map(str::to_owned).collect();
+            let names = pool.servers();
             let checks = names.iter().map(|name| {
                 let pool = &pool;
                 async move {
@@ -196,7 +203,7 @@ fn upstreams_answer(pool: UpstreamPool) -> mcpflow_server::ReadinessCheck {
                 .filter_map(Result::err)
                 .collect();
             if failures.is_empty() {
-                Ok(())
+                Ok(note)
             } else {
                 Err(failures.join("; "))
             }

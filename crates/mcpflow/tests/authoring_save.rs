@@ -7,12 +7,10 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{call, cli, stderr, tool_names, write_config};
-use rmcp::ServiceExt;
 use rmcp::model::CallToolResult;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
@@ -34,38 +32,10 @@ tools:
       - {id: exit, type: exit}
 "#;
 
-/// A client that counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Listener(Arc<AtomicUsize>);
-
-impl rmcp::ClientHandler for Listener {
-    async fn on_tool_list_changed(
-        &self,
-        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::default(),
-            rmcp::model::Implementation::new("save-tests", "0.0.0"),
-        )
-        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
-    }
-}
+use common::Listener;
 
 async fn listening(config: &Path) -> (RunningService<rmcp::RoleClient, Listener>, Listener) {
-    let mut cmd = tokio::process::Command::new(common::mcpflow());
-    cmd.args(["serve", config.to_str().expect("utf-8")]);
-    let transport = rmcp::transport::TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map(|(t, _)| t)
-        .expect("mcpflow starts");
-    let listener = Listener::default();
-    let client = listener.clone().serve(transport).await.expect("initialize");
-    (client, listener)
+    common::listening(&["serve", config.to_str().expect("utf-8")]).await
 }
 
 fn structured(result: &CallToolResult) -> Value {

@@ -184,6 +184,12 @@ pub struct Metrics {
     hook_seconds: Timings<HookLabels>,
     sandbox_failures: Family<KindLabels, Counter>,
     http_sessions: Family<TransportLabels, Gauge>,
+    config_reloads: Family<OutcomeLabels, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
 }
 
 fn timings<L: Clone + std::hash::Hash + Eq>() -> Timings<L> {
@@ -206,6 +212,7 @@ impl Metrics {
             hook_seconds: timings(),
             sandbox_failures: Family::default(),
             http_sessions: Family::default(),
+            config_reloads: Family::default(),
         };
         let mut r = Registry::with_prefix("mcpflow");
         r.register(
@@ -267,6 +274,11 @@ impl Metrics {
             "http_sessions_open",
             "Open MCP sessions of the HTTP listener, by transport (streamable, sse)",
             m.http_sessions.clone(),
+        );
+        r.register(
+            "config_reloads",
+            "Config reloads, by outcome (applied; refused: the new config did not load, the old one kept serving)",
+            m.config_reloads.clone(),
         );
         Metrics { registry: r, ..m }
     }
@@ -394,6 +406,14 @@ pub fn hook(hook: &str, stage: &'static str, outcome: HookOutcome, elapsed: Opti
 pub fn sandbox_failure(kind: &'static str) {
     let Some(m) = get() else { return };
     m.sandbox_failures.get_or_create(&KindLabels { kind }).inc();
+}
+
+/// A config reload was `applied` or `refused`.
+pub fn config_reload(outcome: &'static str) {
+    let Some(m) = get() else { return };
+    m.config_reloads
+        .get_or_create(&OutcomeLabels { outcome })
+        .inc();
 }
 
 /// `open` HTTP sessions of `transport` (`streamable` or `sse`) after one opened or closed.

@@ -89,5 +89,5 @@ pub use changes::UpstreamLog;
 pub use error::UpstreamError;
 pub use inbound::{ProgressSink, UpstreamProgress};
 pub use passthrough::Caller;
-pub use pool::{PoolOptions, UpstreamPool};
+pub use pool::{PoolOptions, Reconfigured, UpstreamPool};
 pub use result::{ServerInfo, ToolInfo, ToolResult};

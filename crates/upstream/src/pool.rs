@@ -1,7 +1,7 @@
 //! [`UpstreamPool`]: every configured upstream, by name.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use indexmap::IndexMap;
@@ -48,11 +48,39 @@ impl Default for PoolOptions {
 ///
 /// Dropping the last clone kills every child process (and what they started); call
 /// [`UpstreamPool::shutdown`] first for the polite stdin-close / SIGTERM sequence.
+///
+/// A reload ([`UpstreamPool::reconfigure`]) changes the upstreams of every clone at once: a
+/// graph pinned to an earlier config version calls the upstream of that name as configured
+/// now, as it would after a restart of mcpflow.
 #[derive(Clone)]
 pub struct UpstreamPool {
-    upstreams: Arc<IndexMap<String, Arc<Upstream>>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    upstreams: RwLock<Arc<Upstreams>>,
     /// What the upstreams announce, for this pool's subscribers only.
     feeds: Arc<Feeds>,
+    base_dir: PathBuf,
+    options: PoolOptions,
+}
+
+/// The upstreams by name, each with the definition it was made from.
+type Upstreams = IndexMap<String, (McpServer, Arc<Upstream>)>;
+
+/// What [`UpstreamPool::reconfigure`] did, by server name.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reconfigured {
+    /// Defined anew: a new process or connection from the next call on.
+    pub restarted: Vec<String>,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+impl Reconfigured {
+    pub fn is_empty(&self) -> bool {
+        self.restarted.is_empty() && self.added.is_empty() && self.removed.is_empty()
+    }
 }
 
 impl UpstreamPool {
@@ -69,21 +97,76 @@ impl UpstreamPool {
     ) -> UpstreamPool {
         let feeds = Arc::new(Feeds::default());
         let upstreams = servers
-            .iter()
+            .into_iter()
             .map(|(name, server)| {
-                let upstream = Upstream::new(name, server, &base_dir, options, feeds.clone());
-                (name.clone(), upstream)
+                let upstream = Upstream::new(&name, &server, &base_dir, options, feeds.clone());
+                (name, (server, upstream))
             })
             .collect();
         UpstreamPool {
-            upstreams: Arc::new(upstreams),
-            feeds,
+            shared: Arc::new(Shared {
+                upstreams: RwLock::new(Arc::new(upstreams)),
+                feeds,
+                base_dir,
+                options,
+            }),
         }
     }
 
     /// The configured server names, in config order.
-    pub fn servers(&self) -> impl Iterator<Item = &str> {
-        self.upstreams.keys().map(String::as_str)
+    pub fn servers(&self) -> Vec<String> {
+        self.all().keys().cloned().collect()
+    }
+
+    /// Serves `servers` from now on: an upstream whose definition is unchanged keeps its
+    /// process or connection (and its tool cache); a changed or removed one is shut down once
+    /// the calls it is answering have ended (at most its call timeout later), and a changed or
+    /// added one starts on its first call, as at start-up.
+    pub fn reconfigure(&self, servers: IndexMap<String, McpServer>) -> Reconfigured {
+        let mut done = Reconfigured::default();
+        let mut retired = Vec::new();
+        let mut guard = self
+            .shared
+            .upstreams
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let before = guard.clone();
+        let mut next = Upstreams::new();
+        for (name, server) in servers {
+            match before.get(&name) {
+                Some((old, upstream)) if *old == server => {
+                    next.insert(name, (server, upstream.clone()));
+                    continue;
+                }
+                Some((_, upstream)) => {
+                    retired.push(upstream.clone());
+                    done.restarted.push(name.clone());
+                }
+                None => done.added.push(name.clone()),
+            }
+            let shared = &self.shared;
+            let upstream = Upstream::new(
+                &name,
+                &server,
+                &shared.base_dir,
+                shared.options,
+                shared.feeds.clone(),
+            );
+            next.insert(name, (server, upstream));
+        }
+        for (name, (_, upstream)) in before.iter() {
+            if !next.contains_key(name) {
+                retired.push(upstream.clone());
+                done.removed.push(name.clone());
+            }
+        }
+        *guard = Arc::new(next);
+        drop(guard);
+        drop(before);
+        for upstream in retired {
+            tokio::spawn(retire(upstream));
+        }
+        done
     }
 
     /// Calls `tool` on `server` (starting it if needed). A tool that reports failure is an
@@ -129,13 +212,13 @@ impl UpstreamPool {
     /// The names of this pool's upstreams that said `notifications/tools/list_changed`, as
     /// they say it; the pool's tool cache for that upstream is dropped before the name is sent.
     pub fn list_changes(&self) -> broadcast::Receiver<Arc<str>> {
-        self.feeds.list_changes()
+        self.shared.feeds.list_changes()
     }
 
     /// The `notifications/message` this pool's upstreams send, each published before any
     /// answer the upstream sent after it is returned.
     pub fn logs(&self) -> broadcast::Receiver<UpstreamLog> {
-        self.feeds.logs()
+        self.shared.feeds.logs()
     }
 
     /// What `server` said about itself in `initialize` (starting it if needed).
@@ -145,12 +228,12 @@ impl UpstreamPool {
 
     /// The process id of `server`'s current child, if one is running.
     pub fn pid(&self, server: &str) -> Option<u32> {
-        self.upstreams.get(server)?.pid()
+        self.all().get(server)?.1.pid()
     }
 
     /// The last lines `server`'s newest process wrote to stderr (up to 50 lines / 8 KiB).
     pub fn stderr_tail(&self, server: &str) -> Option<String> {
-        self.upstreams.get(server)?.stderr_tail()
+        self.all().get(server)?.1.stderr_tail()
     }
 
     /// Sends the `notifications/cancelled` of abandoned requests still pending (each
@@ -159,27 +242,53 @@ impl UpstreamPool {
     /// abandoned. Later calls fail with [`UpstreamError::ShutDown`]. A process should call it
     /// before it exits, or the cancels of its last abandoned calls may never leave.
     pub async fn shutdown(&self) {
-        futures::future::join_all(self.upstreams.values().map(|u| u.shut_down())).await;
+        let all = self.all();
+        futures::future::join_all(all.values().map(|(_, u)| u.shut_down())).await;
     }
 
-    pub(crate) fn upstream(&self, server: &str) -> Result<&Arc<Upstream>, UpstreamError> {
-        self.upstreams
-            .get(server)
-            .ok_or_else(|| UpstreamError::UnknownServer {
+    fn all(&self) -> Arc<Upstreams> {
+        self.shared
+            .upstreams
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The upstream named `server`. The caller's clone keeps it alive through its call: a
+    /// reload retires an upstream only once no caller holds it.
+    pub(crate) fn upstream(&self, server: &str) -> Result<Arc<Upstream>, UpstreamError> {
+        let all = self.all();
+        match all.get(server) {
+            Some((_, upstream)) => Ok(upstream.clone()),
+            None => Err(UpstreamError::UnknownServer {
                 server: server.to_string(),
-                known: if self.upstreams.is_empty() {
+                known: if all.is_empty() {
                     "none".to_string()
                 } else {
-                    self.servers().collect::<Vec<_>>().join(", ")
+                    all.keys().cloned().collect::<Vec<_>>().join(", ")
                 },
-            })
+            }),
+        }
     }
+}
+
+/// How often a retired upstream is checked for calls still under way.
+const RETIRE_POLL: Duration = Duration::from_millis(50);
+
+/// Shuts `upstream` down once nobody holds it (its calls under way have ended), or after its
+/// call timeout: a reload never cuts a call short that could still finish.
+async fn retire(upstream: Arc<Upstream>) {
+    let deadline = tokio::time::Instant::now() + upstream.call_timeout;
+    while Arc::strong_count(&upstream) > 1 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(RETIRE_POLL).await;
+    }
+    upstream.shut_down().await;
 }
 
 impl std::fmt::Debug for UpstreamPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamPool")
-            .field("servers", &self.servers().collect::<Vec<_>>())
+            .field("servers", &self.servers())
             .finish()
     }
 }

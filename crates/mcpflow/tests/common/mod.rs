@@ -140,3 +140,44 @@ pub async fn tool_names(client: &Client) -> Vec<String> {
     let tools = client.list_all_tools().await.expect("tools/list");
     tools.iter().map(|t| t.name.to_string()).collect()
 }
+
+/// A client that counts the `notifications/tools/list_changed` it hears.
+#[derive(Clone, Default)]
+pub struct Listener(pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Listener {
+    pub fn heard(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl rmcp::ClientHandler for Listener {
+    async fn on_tool_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("mcpflow-tests", "0.0.0"),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+}
+
+/// `mcpflow ARGS…` over stdio with a [`Listener`] as its client.
+pub async fn listening(args: &[&str]) -> (RunningService<RoleClient, Listener>, Listener) {
+    let mut cmd = tokio::process::Command::new(mcpflow());
+    cmd.args(args);
+    let transport = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map(|(t, _)| t)
+        .expect("mcpflow starts");
+    let listener = Listener::default();
+    let client = listener.clone().serve(transport).await.expect("initialize");
+    (client, listener)
+}

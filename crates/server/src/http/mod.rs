@@ -37,8 +37,9 @@ use sessions::BoundedSessions;
 use sse::LegacySse;
 
 /// Answers whether the server can do its job (e.g. its upstreams answer); `Err` says why not.
+/// `Ok` with a note to show under "ready" (empty for none), or why the server is not ready.
 pub type ReadinessCheck =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<String, String>> + Send>> + Send + Sync>;
 
 /// How the HTTP listener is exposed and bounded.
 #[derive(Clone, Default)]
@@ -223,7 +224,8 @@ impl HttpListener {
                     match readiness {
                         None => (StatusCode::OK, "ready\n".to_owned()),
                         Some(check) => match check().await {
-                            Ok(()) => (StatusCode::OK, "ready\n".to_owned()),
+                            Ok(note) if note.is_empty() => (StatusCode::OK, "ready\n".to_owned()),
+                            Ok(note) => (StatusCode::OK, format!("ready\n{note}\n")),
                             Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
                         },
                     }
