@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::call_options::CallOptions;
+use crate::caller;
 use crate::server::GraphServer;
 
 impl ServerHandler for GraphServer {
@@ -42,8 +43,14 @@ impl ServerHandler for GraphServer {
     ) -> Result<ListToolsResult, McpError> {
         // Boxed, like every handler here that awaits hooks or upstreams (see call_tool).
         let mut tools = Box::pin(self.gateway().list_tools(self.tools().to_vec(), &context)).await;
+        let principal = caller::principal(&context);
+        if let Some(p) = &principal {
+            tools.retain(|t| p.sees(&t.name));
+        }
         if let Some(authoring) = self.authoring() {
-            tools.extend(authoring.tools());
+            let mut builtin = authoring.tools();
+            builtin.retain(|t| caller::sees(principal.as_ref(), &t.name, true));
+            tools.extend(builtin);
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -58,6 +65,12 @@ impl ServerHandler for GraphServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let principal = caller::principal(&context);
+        let builtin = self.authoring().is_some_and(|a| a.handles(&request.name));
+        if !caller::sees(principal.as_ref(), &request.name, builtin) {
+            // Hidden from this caller: refused exactly as a tool that does not exist.
+            return Err(self.unknown_tool(&request.name, principal.as_ref()));
+        }
         if let Some(authoring) = self.authoring()
             && authoring.handles(&request.name)
         {
@@ -102,9 +115,13 @@ impl ServerHandler for GraphServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        Box::pin(self.gateway().list_resources()).await
+        let mut listed = Box::pin(self.gateway().list_resources()).await?;
+        if let Some(p) = caller::principal(&context) {
+            listed.resources.retain(|r| p.sees(&r.uri));
+        }
+        Ok(listed)
     }
 
     async fn list_resource_templates(
@@ -120,6 +137,12 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if !caller::sees(caller::principal(&context).as_ref(), &request.uri, false) {
+            return Err(McpError::resource_not_found(
+                format!("no resource `{}`", request.uri),
+                None,
+            ));
+        }
         Box::pin(self.gateway().read_resource(request, &context)).await
     }
 
@@ -159,14 +182,22 @@ impl ServerHandler for GraphServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let principal = caller::principal(&context);
         let Some(authoring) = self.authoring() else {
-            return Box::pin(self.gateway().list_prompts()).await;
+            let mut listed = Box::pin(self.gateway().list_prompts()).await?;
+            listed
+                .prompts
+                .retain(|p| caller::sees(principal.as_ref(), &p.name, false));
+            return Ok(listed);
         };
         let mut prompts = authoring.prompts();
+        prompts.retain(|p| caller::sees(principal.as_ref(), &p.name, true));
         if self.gateway().offers(Offer::Prompts).is_ok() {
-            prompts.extend(Box::pin(self.gateway().list_prompts()).await?.prompts);
+            let mut proxied = Box::pin(self.gateway().list_prompts()).await?.prompts;
+            proxied.retain(|p| caller::sees(principal.as_ref(), &p.name, false));
+            prompts.extend(proxied);
         }
         Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
     }
@@ -176,6 +207,15 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let builtin = self
+            .authoring()
+            .is_some_and(|a| a.has_prompt(&request.name));
+        if !caller::sees(caller::principal(&context).as_ref(), &request.name, builtin) {
+            return Err(McpError::invalid_params(
+                format!("no prompt `{}`", request.name),
+                None,
+            ));
+        }
         if let Some(authoring) = self.authoring()
             && authoring.has_prompt(&request.name)
         {

@@ -12,6 +12,7 @@
 //! and every hook, is the [`Gateway`]'s; what runs, the engine's.
 
 mod call_options;
+mod caller;
 mod error;
 mod handler;
 mod http;
