@@ -560,7 +560,7 @@ fn stdio_takes_the_identity_from_the_environment() {
             .contains("unknown tool")
     );
     // tools:list alone: the call is refused for its scope.
-    let (_, answers, _) = session(Some(f.key("tools:list")), &[call.clone()]);
+    let (_, answers, _) = session(Some(f.key("tools:list")), std::slice::from_ref(&call));
     let refused = answers[1]["error"]["message"].as_str().expect("an error");
     assert!(refused.contains("tools:call"), "{refused}");
     // No token and no anonymous MCP scope: the server says so at start and does not serve.
