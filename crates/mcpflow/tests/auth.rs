@@ -472,9 +472,33 @@ async fn no_key_or_token_appears_in_a_trace_log() {
         let _ = probe(&http, &server.base, Some(c), Probe::Mcp("tools/call")).await;
         let _ = probe(&http, &server.base, Some(c), Probe::Get("/api/runs")).await;
     }
+    let canary = "an-argument-value-the-audit-line-must-not-show";
+    let (status, _, _) = mcp(
+        &http,
+        &server.base,
+        Some(f.key("tools:call")),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": canary}}),
+    )
+    .await;
+    assert_eq!(status, 200);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let log = server.log.lock().expect("lock").clone();
     assert!(log.len() > 1000, "a trace log was written: {log}");
+    // One audit line per call: who, which tool, the outcome; never an argument value.
+    let audit: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("mcpflow::audit"))
+        .collect();
+    assert!(
+        audit
+            .iter()
+            .any(|l| l.contains("only-tools:call") && l.contains("echo") && l.contains("ok")),
+        "{audit:#?}"
+    );
+    assert!(audit.iter().all(|l| !l.contains(canary)), "{audit:#?}");
+    // The calls with the admin key, the token and the canary call: refused ones never ran.
+    assert_eq!(audit.len(), 4, "{audit:#?}");
     for c in credentials {
         // The whole credential, and its secret half (a token's signature, a key's last 32).
         let tail = &c[c.len() - 32..];
@@ -629,4 +653,48 @@ async fn one_principal_cannot_use_anothers_session() {
         assert_eq!(status, 404, "{other}");
     }
     assert_eq!(post(owner, Some(session), list).await.0, 200);
+}
+
+/// A real client, the Python `mcp` SDK (scripts/conformance-clients), with a bearer token:
+/// both eras over Streamable HTTP and legacy SSE see only the key's tools; without the token
+/// it cannot connect.
+#[test]
+fn the_python_sdk_connects_with_a_bearer_token() {
+    let f = fixture();
+    let server = serve(&f.config, &[]);
+    let script = http_common::repo_root().join("scripts/conformance-clients");
+    let run = |mode: &str, url: &str, token: Option<&str>| {
+        let mut command = Command::new("bash");
+        command
+            .arg(&script)
+            .args(["python", mode, url, "echo", r#"{"text": "hi"}"#])
+            .env_remove("MCP_BEARER_TOKEN");
+        if let Some(t) = token {
+            command.env("MCP_BEARER_TOKEN", t);
+        }
+        command.output().expect("the Python client runs")
+    };
+    let mcp_url = format!("{}/mcp", server.base);
+    let sse_url = format!("{}/sse", server.base);
+    for (mode, url) in [
+        ("legacy", &mcp_url),
+        ("2026-07-28", &mcp_url),
+        ("sse", &sse_url),
+    ] {
+        let out = run(mode, url, Some(f.key("globs")));
+        assert!(
+            out.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let printed: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+        assert_eq!(printed["tools"], json!(["echo"]), "{mode}");
+        assert_eq!(
+            printed["result"]["isError"],
+            json!(false),
+            "{mode}: {printed}"
+        );
+        let refused = run(mode, url, None);
+        assert!(!refused.status.success(), "{mode} without a token");
+    }
 }

@@ -11,6 +11,7 @@
 //! that wait (`session/`), and the transports (`stdio/`, `http/`). What is proxied,
 //! and every hook, is the [`Gateway`]'s; what runs, the engine's.
 
+mod audit;
 mod call_options;
 mod caller;
 mod error;
