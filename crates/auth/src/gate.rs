@@ -30,6 +30,8 @@ pub struct Auth {
     server_name: String,
     rate_limit: Option<RateLimit>,
     limiter: Limiter,
+    /// The one principal of a server without `auth:`, shared by every request.
+    open: Principal,
 }
 
 impl std::fmt::Debug for Auth {
@@ -55,6 +57,7 @@ impl Auth {
             server_name: String::new(),
             rate_limit: None,
             limiter: Limiter::default(),
+            open: Principal::open(),
         }
     }
 
@@ -81,7 +84,13 @@ impl Auth {
             server_name: server_name.to_owned(),
             rate_limit: config.rate_limit,
             limiter: Limiter::default(),
+            open: Principal::open(),
         })
+    }
+
+    /// The principal every request of a server without `auth:` is.
+    pub fn open_principal(&self) -> &Principal {
+        &self.open
     }
 
     /// Whether an `auth:` section is in force.
@@ -104,7 +113,7 @@ impl Auth {
     /// Who `credential` (a key or a JWT; `None` when the request carries none) is.
     pub async fn authenticate(&self, credential: Option<&str>) -> Result<Principal, Refusal> {
         if !self.enforced {
-            return Ok(Principal::open());
+            return Ok(self.open.clone());
         }
         let Some(credential) = credential.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(Principal::anonymous(self.anonymous));
