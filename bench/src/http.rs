@@ -46,6 +46,9 @@ pub struct HttpArgs {
     /// Sessions to open (and leave idle) after the runs, to measure memory per session.
     #[arg(long, requires = "server_pid")]
     idle_sessions: Option<usize>,
+    /// Sent as `Authorization: Bearer` on every request (an API key or a JWT: `bench/auth.sh`).
+    #[arg(long, env = "MCPFLOW_BENCH_BEARER", hide_env_values = true)]
+    bearer: Option<String>,
 }
 
 /// One client: its session (if any) and the request it repeats.
@@ -177,8 +180,16 @@ impl Caller {
 pub async fn run(args: HttpArgs) -> anyhow::Result<Value> {
     let tool_args: Value = serde_json::from_str(&args.args).context("--args is not JSON")?;
     let max_clients = args.clients.iter().copied().max().unwrap_or(1);
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(token) = &args.bearer {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+            .context("--bearer is not a header value")?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(max_clients + 8)
+        .default_headers(headers)
         .build()?;
     let mut lines = Vec::new();
     let call = Arc::new(CallTemplate::new(&args.protocol, &args.tool, &tool_args));

@@ -15,6 +15,7 @@ static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
 mod cli;
 mod debug;
 mod eval;
+mod keys_cmd;
 mod load;
 mod migrate;
 mod output;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
             Command::Upstream(command) => upstream_cmd::upstream(command).await,
             Command::Runs(args) => runs_cmd::runs(args).await,
             Command::Sessions(args) => runs_cmd::sessions(args).await,
+            Command::Keys(command) => keys_cmd::keys(command),
             Command::Schema => output::json(&mcpflow_config::schema(), ExitCode::SUCCESS),
             Command::Completions(shell) => match output::raw(&cli::completions(shell)) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -39,6 +39,18 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Checked before anything starts: a key whose variable is unset is a config error.
+    let auth = match mcpflow_auth::Auth::from_config(
+        loaded.config.auth.as_ref(),
+        &loaded.config.server.name,
+        |var| std::env::var(var).ok(),
+    ) {
+        Ok(a) => Arc::new(a),
+        Err(e) => {
+            eprintln!("{}: {e}", args.config.config.display());
+            return ExitCode::from(2);
+        }
+    };
     let pool = engine.pool().clone();
     let owner = crate::state::owner(args.instance.as_deref());
     let upkeep = match crate::state::start(&engine, &loaded, &args, owner.clone()).await {
@@ -95,8 +107,18 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                 tools = loaded.config.tools.len(),
                 "serving MCP over stdio"
             );
+            let principal = match stdio_principal(&auth).await {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("mcpflow: {e}");
+                    reloader.stop().await;
+                    pool.shutdown().await;
+                    return ExitCode::from(2);
+                }
+            };
             let options = mcpflow_server::StdioOptions {
                 write_timeout: Duration::from_secs(args.stdio_write_timeout),
+                principal,
                 ..Default::default()
             };
             mcpflow_server::serve_stdio_with(live, options).await
@@ -106,6 +128,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             options.allowed_hosts.extend(args.allowed_hosts);
             options.readiness = Some(upstreams_answer(pool.clone(), reloader.clone()));
             options.api = Some(run_api(&live, reloader.clone()));
+            options.auth = Some(auth);
             serve_http(live, addr, options).await
         }
     };
@@ -117,6 +140,33 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => {
             eprintln!("mcpflow: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Over stdio the client is whoever started the process: under `auth:` it proves who it is
+/// with `MCPFLOW_TOKEN` (an API key or a JWT), or gets the anonymous scopes.
+async fn stdio_principal(
+    auth: &mcpflow_auth::Auth,
+) -> Result<Option<mcpflow_auth::Principal>, String> {
+    if !auth.is_enforced() {
+        return Ok(None);
+    }
+    let credential = std::env::var("MCPFLOW_TOKEN").ok();
+    match auth.authenticate(credential.as_deref()).await {
+        // One client per process: one that may not use MCP at all is told at start.
+        Ok(p) if auth.check_mcp(&p).is_err() => Err(match credential {
+            None => "MCPFLOW_TOKEN is not set, and `auth.anonymous` grants no MCP scope \
+                     (tools:list or tools:call)"
+                .to_owned(),
+            Some(_) => "MCPFLOW_TOKEN grants no MCP scope (tools:list or tools:call)".to_owned(),
+        }),
+        Ok(p) => Ok(Some(p)),
+        Err(mcpflow_auth::Refusal::Unauthenticated { why, .. }) => {
+            Err(format!("MCPFLOW_TOKEN refused: {why}"))
+        }
+        Err(mcpflow_auth::Refusal::InsufficientScope(s)) => {
+            Err(format!("MCPFLOW_TOKEN lacks the scope {s}"))
         }
     }
 }

@@ -53,6 +53,10 @@ pub struct Config {
     /// Built-in tools that teach, check and run graph tools (`mcpflow serve --authoring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authoring: Option<crate::authoring::AuthoringConfig>,
+    /// Who may reach the server and what each caller may do: API keys, bearer tokens (JWT),
+    /// scopes and tool globs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<crate::auth::AuthConfig>,
     /// Traces over OTLP and Prometheus metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,

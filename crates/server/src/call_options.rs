@@ -23,6 +23,8 @@ pub struct CallOptions {
     pub peer: Option<Peer<RoleServer>>,
     /// A 2026-07-28 request: await nodes ask through an "input required" result instead.
     pub(crate) deferred: Option<Arc<crate::session::input::DeferredAsk>>,
+    /// Who called (when access control ran): what an unknown tool's error may name.
+    pub(crate) principal: Option<mcpflow_auth::Principal>,
 }
 
 impl CallOptions {
@@ -37,6 +39,7 @@ impl CallOptions {
                 .map(|token| (context.peer.clone(), token)),
             peer: Some(context.peer.clone()),
             deferred: crate::session::input::deferred_ask(context),
+            principal: crate::caller::principal(context),
         }
     }
 

@@ -12,7 +12,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::call_options::CallOptions;
+use crate::caller;
 use crate::server::GraphServer;
+use mcpflow_auth::{Principal, Via};
 
 impl ServerHandler for GraphServer {
     fn get_info(&self) -> ServerConfig {
@@ -42,8 +44,14 @@ impl ServerHandler for GraphServer {
     ) -> Result<ListToolsResult, McpError> {
         // Boxed, like every handler here that awaits hooks or upstreams (see call_tool).
         let mut tools = Box::pin(self.gateway().list_tools(self.tools().to_vec(), &context)).await;
+        let principal = caller::principal(&context);
+        if let Some(p) = &principal {
+            tools.retain(|t| p.sees(&t.name));
+        }
         if let Some(authoring) = self.authoring() {
-            tools.extend(authoring.tools());
+            let mut builtin = authoring.tools();
+            builtin.retain(|t| caller::sees(principal.as_ref(), &t.name, true));
+            tools.extend(builtin);
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -58,39 +66,16 @@ impl ServerHandler for GraphServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(authoring) = self.authoring()
-            && authoring.handles(&request.name)
-        {
-            let arguments = request.arguments.unwrap_or_default();
-            return Ok(Box::pin(authoring.call(&request.name, arguments))
-                .await
-                .into());
-        }
-        if !self.owns(&request.name)
-            && let Some(route) = self.gateway().route(&request.name).await
-        {
-            // Both branches are boxed: rmcp spawns a task per request around this future, and
-            // unboxed it would carry the gateway's and the engine's state (tens of KB, copied
-            // on every spawn) for every request, whichever branch it takes.
-            return Box::pin(self.gateway().call(&route, request, &context)).await;
-        }
-        let options = CallOptions::of(&context);
-        let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
-        let name = request.name.clone();
-        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
-        let hooks = self.gateway().hooks();
-        // Without hooks the answer's future is not nested inside the hooks' own: every level
-        // of nesting is another copy of it per call.
-        if !hooks.wraps(traffic) {
-            return Box::pin(self.answer_own(request, &options)).await;
-        }
-        let arguments = request.arguments.clone();
-        let (mut request, options) = (request, &options);
-        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
-            request.arguments = arguments;
-            self.answer_own(request, options)
-        }))
-        .await
+        let principal = caller::principal(&context).filter(|p| p.via() != Via::Open);
+        let Some(principal) = principal else {
+            return self.answer_call(request, context, None).await;
+        };
+        // Under access control every call leaves an audit line.
+        let started = std::time::Instant::now();
+        let tool = request.name.clone();
+        let answer = Box::pin(self.answer_call(request, context, Some(principal.clone()))).await;
+        crate::audit::call(&principal, &tool, &answer, started.elapsed());
+        answer
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
@@ -102,9 +87,13 @@ impl ServerHandler for GraphServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        Box::pin(self.gateway().list_resources()).await
+        let mut listed = Box::pin(self.gateway().list_resources()).await?;
+        if let Some(p) = caller::principal(&context) {
+            listed.resources.retain(|r| p.sees(&r.uri));
+        }
+        Ok(listed)
     }
 
     async fn list_resource_templates(
@@ -120,6 +109,12 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if !caller::sees(caller::principal(&context).as_ref(), &request.uri, false) {
+            return Err(McpError::resource_not_found(
+                format!("no resource `{}`", request.uri),
+                None,
+            ));
+        }
         Box::pin(self.gateway().read_resource(request, &context)).await
     }
 
@@ -159,14 +154,22 @@ impl ServerHandler for GraphServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let principal = caller::principal(&context);
         let Some(authoring) = self.authoring() else {
-            return Box::pin(self.gateway().list_prompts()).await;
+            let mut listed = Box::pin(self.gateway().list_prompts()).await?;
+            listed
+                .prompts
+                .retain(|p| caller::sees(principal.as_ref(), &p.name, false));
+            return Ok(listed);
         };
         let mut prompts = authoring.prompts();
+        prompts.retain(|p| caller::sees(principal.as_ref(), &p.name, true));
         if self.gateway().offers(Offer::Prompts).is_ok() {
-            prompts.extend(Box::pin(self.gateway().list_prompts()).await?.prompts);
+            let mut proxied = Box::pin(self.gateway().list_prompts()).await?.prompts;
+            proxied.retain(|p| caller::sees(principal.as_ref(), &p.name, false));
+            prompts.extend(proxied);
         }
         Ok(rmcp::model::ListPromptsResult::with_all_items(prompts))
     }
@@ -176,6 +179,15 @@ impl ServerHandler for GraphServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let builtin = self
+            .authoring()
+            .is_some_and(|a| a.has_prompt(&request.name));
+        if !caller::sees(caller::principal(&context).as_ref(), &request.name, builtin) {
+            return Err(McpError::invalid_params(
+                format!("no prompt `{}`", request.name),
+                None,
+            ));
+        }
         if let Some(authoring) = self.authoring()
             && authoring.has_prompt(&request.name)
         {
@@ -197,6 +209,56 @@ impl ServerHandler for GraphServer {
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), McpError> {
         Box::pin(self.gateway().listen(&context)).await
+    }
+}
+
+impl GraphServer {
+    /// A `tools/call` (`principal`: the caller, under access control): a built-in authoring
+    /// tool, a proxied tool, or an own tool inside the graph-tool hooks.
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        principal: Option<Principal>,
+    ) -> Result<CallToolResponse, McpError> {
+        let builtin = self.authoring().is_some_and(|a| a.handles(&request.name));
+        if !caller::sees(principal.as_ref(), &request.name, builtin) {
+            // Hidden from this caller: refused exactly as a tool that does not exist.
+            return Err(self.unknown_tool(&request.name, principal.as_ref()));
+        }
+        if let Some(authoring) = self.authoring()
+            && authoring.handles(&request.name)
+        {
+            let arguments = request.arguments.unwrap_or_default();
+            return Ok(Box::pin(authoring.call(&request.name, arguments))
+                .await
+                .into());
+        }
+        if !self.owns(&request.name)
+            && let Some(route) = self.gateway().route(&request.name).await
+        {
+            // Both branches are boxed: rmcp spawns a task per request around this future, and
+            // unboxed it would carry the gateway's and the engine's state (tens of KB, copied
+            // on every spawn) for every request, whichever branch it takes.
+            return Box::pin(self.gateway().call(&route, request, &context)).await;
+        }
+        let options = CallOptions::of(&context);
+        let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
+        let name = request.name.clone();
+        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
+        let hooks = self.gateway().hooks();
+        // Without hooks the answer's future is not nested inside the hooks' own: every level
+        // of nesting is another copy of it per call.
+        if !hooks.wraps(traffic) {
+            return Box::pin(self.answer_own(request, &options)).await;
+        }
+        let arguments = request.arguments.clone();
+        let (mut request, options) = (request, &options);
+        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
+            request.arguments = arguments;
+            self.answer_own(request, options)
+        }))
+        .await
     }
 }
 

@@ -11,7 +11,9 @@
 //! that wait (`session/`), and the transports (`stdio/`, `http/`). What is proxied,
 //! and every hook, is the [`Gateway`]'s; what runs, the engine's.
 
+mod audit;
 mod call_options;
+mod caller;
 mod error;
 mod handler;
 mod http;

@@ -197,17 +197,30 @@ impl GraphServer {
     /// The error for a call of a tool no one here has: every tool a call can reach (graph
     /// tools, companions, built-ins, then the proxied ones by name), the list cut after
     /// [`NAMES_IN_ERROR`] since a model reads it and a gateway may pass through hundreds.
-    fn unknown_tool(&self, name: &str) -> McpError {
+    /// Only the tools `principal` sees are named: a hidden tool is refused as this same error.
+    pub(crate) fn unknown_tool(
+        &self,
+        name: &str,
+        principal: Option<&mcpflow_auth::Principal>,
+    ) -> McpError {
         let mut names: Vec<String> = self
             .inner
             .tools
             .iter()
             .map(|t| t.name.to_string())
+            .filter(|n| crate::caller::sees(principal, n, false))
             .collect();
         if let Some(authoring) = self.authoring() {
-            names.extend(authoring.tools().into_iter().map(|t| t.name.to_string()));
+            names.extend(
+                authoring
+                    .tools()
+                    .into_iter()
+                    .map(|t| t.name.to_string())
+                    .filter(|n| crate::caller::sees(principal, n, true)),
+            );
         }
         let mut proxied = self.gateway().listed_names();
+        proxied.retain(|n| crate::caller::sees(principal, n, false));
         proxied.sort_unstable();
         names.extend(proxied);
         let mut seen = std::collections::HashSet::new();
@@ -240,7 +253,7 @@ impl GraphServer {
             if let Some(c) = self.inner.companions.get(name) {
                 return Ok(self.call_companion(name, c, arguments, options).await);
             }
-            return Err(self.unknown_tool(name));
+            return Err(self.unknown_tool(name, options.principal.as_ref()));
         };
         let args = Value::Object(arguments.unwrap_or_default());
         if let Err(errors) = entry.graph.input_validator().check(&args) {

@@ -17,6 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use mcpflow_auth::Auth;
 use mcpflow_config::http::HttpConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -55,6 +56,9 @@ pub struct HttpOptions {
     pub readiness: Option<ReadinessCheck>,
     /// The run API (`/api/...`), mounted behind the same guard as `/mcp`.
     pub api: Option<mcpflow_api::Api>,
+    /// Access control (the config's `auth:`); none serves everyone, as [`Auth::open`] does.
+    /// Every route passes it, and each must be declared in `mcpflow_auth`'s endpoint table.
+    pub auth: Option<Arc<Auth>>,
 }
 
 /// Bounds on what clients can make the server hold.
@@ -187,11 +191,9 @@ impl HttpListener {
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(limits.session_idle_timeout);
         let mcp_server = server.clone();
-        let mcp = StreamableHttpService::new(
-            move || Ok(mcp_server.clone()),
-            Arc::new(BoundedSessions::new(manager, limits.max_sessions)),
-            config,
-        );
+        let bounded = Arc::new(BoundedSessions::new(manager, limits.max_sessions));
+        let mcp =
+            StreamableHttpService::new(move || Ok(mcp_server.clone()), bounded.clone(), config);
         let legacy = Arc::new(LegacySse::new(
             server,
             limits.max_sessions,
@@ -199,8 +201,14 @@ impl HttpListener {
             sessions.child_token(),
         ));
         let guard_state = Arc::new(Guard::new(&options));
-        let mut protocol = Router::new()
-            .nest_service("/mcp", mcp)
+        let streamable =
+            Router::new()
+                .nest_service("/mcp", mcp)
+                .layer(axum::middleware::from_fn_with_state(
+                    bounded,
+                    sessions::owned_only,
+                ));
+        let mut protocol = streamable
             .route("/sse", get(sse::open))
             .route("/message", post(sse::post))
             .with_state(legacy);
@@ -232,6 +240,20 @@ impl HttpListener {
                 }
             }),
         );
+        let auth = options
+            .auth
+            .clone()
+            .unwrap_or_else(|| Arc::new(Auth::open()));
+        let app = if auth.is_enforced() {
+            app.merge(mcpflow_auth::http::metadata_router(auth.clone()))
+        } else {
+            app
+        };
+        // Access control inside the guard: the body it reads is already bounded.
+        let app = app.layer(axum::middleware::from_fn_with_state(
+            auth,
+            mcpflow_auth::http::enforce,
+        ));
         // Every route behind the guard, the probes too: a DNS-rebinding page must not read
         // even whether the server is up.
         let app = app.layer(axum::middleware::from_fn_with_state(guard_state, guard));

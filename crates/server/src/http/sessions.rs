@@ -65,6 +65,8 @@ impl State {
 struct Activity {
     busy: AtomicUsize,
     last_ms: AtomicU64,
+    /// Who initialized the session (under access control): only they may use it.
+    owner: std::sync::OnceLock<String>,
 }
 
 /// A request in flight in a session, until its response stream is dropped.
@@ -99,6 +101,7 @@ impl Reservation<'_> {
         let activity = Activity {
             busy: AtomicUsize::new(0),
             last_ms: AtomicU64::new(millis(self.sessions.epoch)),
+            owner: std::sync::OnceLock::new(),
         };
         let mut state = self.sessions.lock();
         state.open.insert(id, Arc::new(activity));
@@ -133,6 +136,11 @@ impl BoundedSessions {
                 .last_ms
                 .store(millis(self.epoch), Ordering::Relaxed);
         }
+    }
+
+    /// Who initialized session `id`, when access control named them.
+    pub(crate) fn owner(&self, id: &str) -> Option<String> {
+        self.lock().open.get(id)?.owner.get().cloned()
     }
 
     /// A request in flight in `id` (none for a session not in the table): the session is not
@@ -217,6 +225,21 @@ impl BoundedSessions {
     }
 }
 
+/// The subject of the principal that sent `initialize` (rmcp put the HTTP request's parts,
+/// where access control left the principal, on the message).
+fn initializer(message: &ClientJsonRpcMessage) -> Option<String> {
+    use rmcp::model::GetExtensions;
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return None;
+    };
+    let parts = request
+        .request
+        .extensions()
+        .get::<axum::http::request::Parts>()?;
+    let principal = parts.extensions.get::<mcpflow_auth::Principal>()?;
+    (principal.via() != mcpflow_auth::Via::Open).then(|| principal.subject().to_owned())
+}
+
 impl SessionManager for BoundedSessions {
     type Error = LocalSessionManagerError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
@@ -241,6 +264,11 @@ impl SessionManager for BoundedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.touch(id);
+        if let Some(owner) = initializer(&message)
+            && let Some(activity) = self.lock().open.get(id)
+        {
+            let _ = activity.owner.set(owner);
+        }
         self.inner.initialize_session(id, message).await
     }
 
@@ -299,6 +327,32 @@ impl SessionManager for BoundedSessions {
             event
         }))
     }
+}
+
+/// A request in a Streamable HTTP session from another principal than the one that opened it
+/// is answered as for an unknown session (404): a session id is not a credential.
+pub(crate) async fn owned_only(
+    axum::extract::State(sessions): axum::extract::State<Arc<BoundedSessions>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
+    let caller = request.extensions().get::<mcpflow_auth::Principal>();
+    if let (Some(id), Some(caller)) = (session, caller)
+        && let Some(owner) = sessions.owner(id)
+        && owner != caller.subject()
+    {
+        tracing::debug!("a request in another principal's session: refused as unknown");
+        return super::guard::rpc_error(
+            axum::http::StatusCode::NOT_FOUND,
+            -32001,
+            "session not found",
+        );
+    }
+    next.run(request).await
 }
 
 #[cfg(test)]

@@ -20,15 +20,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::guard::rpc_error;
 use crate::live::LiveServer;
+use mcpflow_auth::Principal;
+use rmcp::model::GetExtensions;
 
 /// Messages a session may have queued towards the server before a POST waits.
 const INBOX: usize = 64;
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// A session's inbox, and who opened it: only that principal may post into it.
+type Inbox = (mpsc::Sender<ClientJsonRpcMessage>, Option<Principal>);
+
 pub(crate) struct LegacySse {
     server: LiveServer,
-    sessions: Mutex<HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>>,
+    sessions: Mutex<HashMap<String, Inbox>>,
     max_sessions: usize,
     max_body_bytes: usize,
     /// Cancelled at shutdown: every session ends and its stream closes.
@@ -51,9 +56,7 @@ impl LegacySse {
         }
     }
 
-    fn sessions(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<ClientJsonRpcMessage>>> {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Inbox>> {
         self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -90,7 +93,8 @@ pub(crate) async fn open(State(state): State<Arc<LegacySse>>, request: Request) 
     let (outbox_tx, outbox_rx) = mpsc::channel::<ServerJsonRpcMessage>(INBOX);
     let open = {
         let mut sessions = state.sessions();
-        sessions.insert(id.clone(), inbox_tx);
+        let opener = request.extensions().get::<Principal>().cloned();
+        sessions.insert(id.clone(), (inbox_tx, opener));
         sessions.len()
     };
     mcpflow_telemetry::metrics::http_sessions("sse", open);
@@ -168,9 +172,16 @@ pub(crate) async fn post(State(state): State<Arc<LegacySse>>, request: Request) 
             "missing sessionId query parameter",
         );
     };
-    let Some(mut inbox) = state.sessions().get(&id).cloned() else {
+    let Some((mut inbox, opener)) = state.sessions().get(&id).cloned() else {
         return rpc_error(StatusCode::NOT_FOUND, -32001, "unknown or closed session");
     };
+    // Another principal's session is as unknown to this caller as a closed one.
+    let poster = request.extensions().get::<Principal>().cloned();
+    if let (Some(opener), Some(poster)) = (&opener, &poster)
+        && opener.subject() != poster.subject()
+    {
+        return rpc_error(StatusCode::NOT_FOUND, -32001, "unknown or closed session");
+    }
     let body = match axum::body::to_bytes(request.into_body(), state.max_body_bytes).await {
         Ok(b) => b,
         Err(_) => {
@@ -181,7 +192,7 @@ pub(crate) async fn post(State(state): State<Arc<LegacySse>>, request: Request) 
             );
         }
     };
-    let message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
+    let mut message: ClientJsonRpcMessage = match serde_json::from_slice(&body) {
         Ok(m) => m,
         Err(e) => {
             let code = if serde_json::from_slice::<serde_json::Value>(&body).is_ok() {
@@ -196,6 +207,10 @@ pub(crate) async fn post(State(state): State<Arc<LegacySse>>, request: Request) 
             );
         }
     };
+    // The handler reads the caller from the request, as rmcp's Streamable HTTP hands it over.
+    if let (ClientJsonRpcMessage::Request(r), Some(p)) = (&mut message, poster) {
+        r.request.extensions_mut().insert(p);
+    }
     if inbox.send(message).await.is_err() {
         return rpc_error(StatusCode::NOT_FOUND, -32001, "session closed");
     }

@@ -38,6 +38,10 @@ pub struct StdioOptions {
     /// How long the queue may stay full without a message written before the connection is
     /// closed.
     pub write_timeout: Duration,
+    /// Who the client is, under access control (`auth:`; the binary reads `MCPFLOW_TOKEN`):
+    /// every request is checked against its scopes as over HTTP and carries it to the handler
+    /// (tool globs). `None`: no access control.
+    pub principal: Option<mcpflow_auth::Principal>,
 }
 
 impl Default for StdioOptions {
@@ -48,6 +52,7 @@ impl Default for StdioOptions {
             max_queued_messages: 1024,
             max_queued_bytes: 8 * 1024 * 1024,
             write_timeout: Duration::from_secs(60),
+            principal: None,
         }
     }
 }
@@ -133,6 +138,7 @@ pub(crate) struct Stdio<R> {
     progress: watch::Receiver<u64>,
     writer: Option<tokio::task::JoinHandle<()>>,
     max_message_bytes: usize,
+    principal: Option<mcpflow_auth::Principal>,
 }
 
 impl<R: AsyncRead + Send + Unpin> Stdio<R> {
@@ -141,6 +147,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let max_message_bytes = options.max_message_bytes;
+        let principal = options.principal.clone();
         let outgoing = Outgoing::new(options);
         let writer = tokio::spawn(outgoing.clone().write_all(write));
         Stdio {
@@ -151,6 +158,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             outgoing,
             writer: Some(writer),
             max_message_bytes,
+            principal,
         }
     }
 
@@ -195,6 +203,47 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         }
     }
 
+    /// Under access control, a request whose method needs a scope the client lacks is answered
+    /// here (as HTTP answers 403), and an admitted one carries the principal to the handler.
+    fn admit(
+        &self,
+        line: &[u8],
+        mut message: RxJsonRpcMessage<RoleServer>,
+    ) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let Some(principal) = &self.principal else {
+            return Some(message);
+        };
+        let rmcp::model::JsonRpcMessage::Request(request) = &mut message else {
+            return Some(message);
+        };
+        #[derive(serde::Deserialize)]
+        struct Method {
+            method: String,
+        }
+        let method = serde_json::from_slice::<Method>(line)
+            .map(|m| m.method)
+            .unwrap_or_default();
+        let needed = match mcpflow_auth::method_scope(&method) {
+            Some(scope) => (!principal.allows(scope)).then_some(scope),
+            None => (!mcpflow_auth::MCP_SCOPES
+                .iter()
+                .any(|s| principal.allows(*s)))
+            .then_some(mcpflow_auth::MCP_SCOPES[0]),
+        };
+        if let Some(scope) = needed {
+            tracing::debug!(%method, %scope, "refused a request over stdio: scope missing");
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            self.refuse(
+                id,
+                &format!("forbidden: `{method}` needs the scope `{scope}`"),
+            );
+            return None;
+        }
+        use rmcp::model::GetExtensions;
+        request.request.extensions_mut().insert(principal.clone());
+        Some(message)
+    }
+
     /// Answers a message that could not be read as a request, outside rmcp (which never saw it).
     fn refuse(&self, id: Value, message: &str) {
         let error = json!({
@@ -217,7 +266,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             return None;
         }
         let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
-            Ok(message) => return Some(message),
+            Ok(message) => return self.admit(line, message),
             Err(e) => e,
         };
         let mut scan = Scan::default();

@@ -1,0 +1,330 @@
+//! The HTTP face: the middleware `server` puts in front of every route of its listener, and
+//! the RFC 9728 protected-resource metadata it serves.
+//!
+//! A refused request gets 401 with `WWW-Authenticate: Bearer resource_metadata="…"` (and
+//! `error="invalid_token"` for a credential that proves nothing), or 403 with
+//! `error="insufficient_scope"`, as the MCP authorization spec asks; the body is JSON (a
+//! JSON-RPC error on the MCP endpoints), so a client reads it whichever it expects.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use mcpflow_model::auth::Scope;
+use serde_json::json;
+
+use crate::endpoints::{Access, access, method_scope};
+use crate::gate::{Auth, Refusal};
+use crate::principal::Principal;
+
+/// Where the metadata lives, relative to the server's origin, for the resource `/mcp`.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The middleware: the endpoint's access from the one table, the caller from its
+/// `Authorization: Bearer` (or `X-API-Key`) header, the scope checked, and the [`Principal`]
+/// put in the request's extensions for the route (and, through rmcp, the MCP handler) to read.
+pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    let mcp = is_mcp(&path);
+    let Some(needs) = access(request.method().as_str(), &path) else {
+        tracing::debug!(%path, "no endpoint declared for this path");
+        return refusal_body(StatusCode::NOT_FOUND, mcp, "not_found", "no such endpoint");
+    };
+    if needs == Access::Public {
+        return next.run(request).await;
+    }
+    if !auth.is_enforced() {
+        // No `auth:`: nothing to check, so no body is parsed and nothing is allocated.
+        let mut request = request;
+        request
+            .extensions_mut()
+            .insert(auth.open_principal().clone());
+        return next.run(request).await;
+    }
+    let credential = credential(request.headers());
+    let principal = match auth.authenticate(credential).await {
+        Ok(p) => p,
+        Err(refusal) => return refuse(&auth, request.headers(), mcp, refusal),
+    };
+    let (request, checked) = match needs {
+        Access::Public => unreachable_public(request),
+        Access::Scope(scope) => {
+            let checked = auth.check(&principal, scope);
+            (request, checked)
+        }
+        Access::Mcp if request.method() == Method::POST => {
+            let (parts, body) = request.into_parts();
+            // The guard in front has read and bounded the body already: this is a copy in
+            // memory, not a second read from the client.
+            let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+                Ok(b) => b,
+                Err(_) => {
+                    return refusal_body(
+                        StatusCode::BAD_REQUEST,
+                        mcp,
+                        "bad_request",
+                        "unreadable body",
+                    );
+                }
+            };
+            let checked = methods(&bytes)
+                .into_iter()
+                .try_for_each(|m| match method_scope(&m) {
+                    Some(scope) => auth.check(&principal, scope),
+                    None => auth.check_mcp(&principal),
+                });
+            (Request::from_parts(parts, Body::from(bytes)), checked)
+        }
+        Access::Mcp => {
+            let checked = auth.check_mcp(&principal);
+            (request, checked)
+        }
+    };
+    if let Err(refusal) = checked {
+        return refuse(&auth, request.headers(), mcp, refusal);
+    }
+    if let Err(wait) = auth.take_rate(&principal) {
+        tracing::debug!(subject = principal.subject(), "rate limit reached");
+        let mut response = refusal_body(
+            StatusCode::TOO_MANY_REQUESTS,
+            mcp,
+            "rate_limited",
+            "too many requests from this caller; retry after the time Retry-After says",
+        );
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        return response;
+    }
+    let mut request = request;
+    // The credential stops here: nothing behind this layer (rmcp's request parts, hooks, a
+    // log line of the request) can read, forward or print it.
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request.headers_mut().remove("x-api-key");
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// `Access::Public` returned before a credential is read; kept total without a panic.
+fn unreachable_public(request: Request) -> (Request, Result<(), Refusal>) {
+    (request, Ok(()))
+}
+
+fn is_mcp(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/") || path == "/sse" || path == "/message"
+}
+
+/// The JSON-RPC methods of a body (one message, or a batch); a message without a method (an
+/// answer to the server's request) or a body that is not JSON-RPC counts as `""`, which needs
+/// only an MCP scope: rmcp answers it as the protocol says.
+fn methods(body: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        method: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Messages {
+        One(Message),
+        Batch(Vec<Message>),
+    }
+    match serde_json::from_slice::<Messages>(body) {
+        Ok(Messages::One(m)) => vec![m.method.unwrap_or_default()],
+        Ok(Messages::Batch(ms)) => ms
+            .into_iter()
+            .map(|m| m.method.unwrap_or_default())
+            .collect(),
+        Err(_) => vec![String::new()],
+    }
+}
+
+/// The credential of a request: `Authorization: Bearer X`, else `X-API-Key: X`. Never from the
+/// query string (the MCP spec forbids tokens in URLs: they end up in logs).
+fn credential(headers: &HeaderMap) -> Option<&str> {
+    if let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let (scheme, rest) = value.trim().split_once(' ')?;
+        return scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim());
+    }
+    headers.get("x-api-key").and_then(|v| v.to_str().ok())
+}
+
+/// The resource's URL: `auth.resource`, else `http://HOST/mcp` from the request (whose Host the
+/// guard has already checked).
+fn resource(auth: &Auth, headers: &HeaderMap) -> String {
+    if let Some(r) = auth.resource() {
+        return r.to_owned();
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}/mcp")
+}
+
+/// RFC 9728 §3.1: the metadata of `https://h/p` is at `https://h/.well-known/oauth-protected-resource/p`.
+fn metadata_url(resource: &str) -> String {
+    let (scheme, rest) = resource.split_once("://").unwrap_or(("http", resource));
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        format!("{scheme}://{authority}{METADATA_PATH}")
+    } else {
+        format!("{scheme}://{authority}{METADATA_PATH}/{path}")
+    }
+}
+
+fn refuse(auth: &Auth, headers: &HeaderMap, mcp: bool, refusal: Refusal) -> Response {
+    let metadata = metadata_url(&resource(auth, headers));
+    let (status, challenge, code, message) = match refusal {
+        Refusal::Unauthenticated {
+            invalid: false,
+            why,
+        } => (
+            StatusCode::UNAUTHORIZED,
+            format!("Bearer resource_metadata=\"{metadata}\""),
+            "unauthorized",
+            why,
+        ),
+        Refusal::Unauthenticated { invalid: true, why } => (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "Bearer error=\"invalid_token\", error_description=\"{}\", resource_metadata=\"{metadata}\"",
+                quoted(&why)
+            ),
+            "invalid_token",
+            why,
+        ),
+        Refusal::InsufficientScope(scope) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
+            ),
+            "insufficient_scope",
+            format!("this needs the scope `{scope}`"),
+        ),
+    };
+    let mut response = refusal_body(status, mcp, code, &message);
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// A quoted-string's content: no quote or backslash, printable ASCII only.
+fn quoted(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .filter(|c| *c != '"' && *c != '\\')
+        .collect()
+}
+
+fn refusal_body(status: StatusCode, mcp: bool, code: &str, message: &str) -> Response {
+    let body = if mcp {
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": message}})
+    } else {
+        json!({"error": {"code": code, "message": message}})
+    };
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// `/.well-known/oauth-protected-resource[/mcp]`: where a client learns which authorization
+/// server issues tokens for this resource, and which scopes exist.
+pub fn metadata_router(auth: Arc<Auth>) -> Router {
+    let serve = move |request: Request| {
+        let auth = auth.clone();
+        async move { metadata(&auth, request.headers()) }
+    };
+    Router::new()
+        .route(METADATA_PATH, get(serve.clone()))
+        .route(&format!("{METADATA_PATH}/{{*rest}}"), get(serve))
+}
+
+fn metadata(auth: &Auth, headers: &HeaderMap) -> Response {
+    let mut document = json!({
+        "resource": resource(auth, headers),
+        "scopes_supported": Scope::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "bearer_methods_supported": ["header"],
+    });
+    if let Some(issuer) = auth.issuer() {
+        document["authorization_servers"] = json!([issuer]);
+    }
+    if !auth.server_name().is_empty() {
+        document["resource_name"] = json!(auth.server_name());
+    }
+    let mut response = (StatusCode::OK, document.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The principal the middleware put on a request (`None` when no middleware ran).
+pub fn principal_of(extensions: &axum::http::Extensions) -> Option<&Principal> {
+    extensions.get::<Principal>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_urls_follow_rfc_9728() {
+        assert_eq!(
+            metadata_url("https://mcp.example.com/mcp"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            metadata_url("https://mcp.example.com"),
+            "https://mcp.example.com/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn credentials_come_from_bearer_or_api_key_headers_only() {
+        let mut h = HeaderMap::new();
+        assert_eq!(credential(&h), None);
+        h.insert("x-api-key", HeaderValue::from_static("k1"));
+        assert_eq!(credential(&h), Some("k1"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer  t2 "),
+        );
+        assert_eq!(credential(&h), Some("t2"));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Basic dTpw"),
+        );
+        assert_eq!(credential(&h), None);
+    }
+
+    #[test]
+    fn methods_of_one_message_or_a_batch() {
+        assert_eq!(
+            methods(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
+            ["tools/call"]
+        );
+        assert_eq!(
+            methods(br#"[{"method":"tools/list"},{"id":1,"result":{}}]"#),
+            ["tools/list", ""]
+        );
+        assert_eq!(methods(b"not json"), [""]);
+    }
+}
