@@ -93,7 +93,9 @@ fuzz_target!(|data: &[u8]| {
     let script = |body: String| Script::compile(&f.sandbox, "expr.js", &body).ok();
     let (Some(value), Some(stringify)) = (
         script(format!("() => ({text}\n)")),
-        script(format!("() => JSON.stringify({text}\n)")),
+        // Parenthesised: `1,2` is one comma expression (2), not two arguments (found by this
+        // target: `90071992547409,93` was stringified with 93 as the replacer).
+        script(format!("() => JSON.stringify(({text}\n))")),
     ) else {
         return;
     };
