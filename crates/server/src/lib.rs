@@ -26,8 +26,6 @@ mod stdio;
 
 pub use call_options::CallOptions;
 pub use error::ServerError;
-#[cfg(fuzzing)]
-pub use http::check_host_and_origin;
 pub use http::{HttpLimits, HttpListener, HttpOptions, ReadinessCheck};
 pub use live::LiveServer;
 pub use mcpflow_gateway::Gateway;

@@ -10,24 +10,18 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::HttpOptions;
-
-/// Hosts a server bound to a local port always answers to.
-pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+use super::origin::OriginPolicy;
 
 pub(crate) struct Guard {
-    /// Lower-case hosts (or `host:port` authorities) accepted in `Host` and `Origin`.
-    hosts: Vec<String>,
-    any_host: bool,
-    /// Lower-case origins accepted as written, besides those on an accepted host.
-    origins: Vec<String>,
-    any_origin: bool,
+    /// The Host/Origin check (`origin.rs`, fuzzed on its own).
+    origin: OriginPolicy,
     global: Arc<Semaphore>,
     per_session: usize,
     sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -37,68 +31,13 @@ pub(crate) struct Guard {
 
 impl Guard {
     pub(crate) fn new(options: &HttpOptions) -> Self {
-        let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
-        hosts.extend(options.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
-        let origins: Vec<String> = options
-            .allowed_origins
-            .iter()
-            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
-            .collect();
         Guard {
-            any_host: hosts.iter().any(|h| h == "*"),
-            hosts,
-            any_origin: origins.iter().any(|o| o == "*"),
-            origins,
+            origin: OriginPolicy::new(&options.allowed_hosts, &options.allowed_origins),
             global: Arc::new(Semaphore::new(options.limits.max_concurrent_requests)),
             per_session: options.limits.max_concurrent_requests_per_session,
             sessions: Mutex::new(HashMap::new()),
             max_body_bytes: options.limits.max_body_bytes,
             body_read_timeout: options.limits.body_read_timeout,
-        }
-    }
-
-    /// `Host` must name this server; an `Origin`, when a browser sends one, must too (or be
-    /// listed). A page on evil.example whose name resolves to 127.0.0.1 fails both.
-    fn check_origin(&self, headers: &HeaderMap) -> Result<(), &'static str> {
-        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-            return Err("missing or unreadable Host header");
-        };
-        if !self.host_allowed(host) {
-            return Err(
-                "Host not allowed (only loopback names are accepted by default, against DNS \
-                 rebinding; start mcpflow with `--allowed-host NAME` for each name clients use, \
-                 or list them in `http.allowedHosts`)",
-            );
-        }
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().map_err(|_| "unreadable Origin header")?;
-            if !self.origin_allowed(origin) {
-                return Err(
-                    "Origin not allowed (a browser page's origin must name this server; list \
-                     others in `http.allowedOrigins`)",
-                );
-            }
-        }
-        Ok(())
-    }
-
-    fn host_allowed(&self, authority: &str) -> bool {
-        let authority = authority.trim().to_ascii_lowercase();
-        self.any_host
-            || self
-                .hosts
-                .iter()
-                .any(|h| *h == authority || *h == host_of(&authority))
-    }
-
-    fn origin_allowed(&self, origin: &str) -> bool {
-        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-        if self.any_origin || self.origins.contains(&origin) {
-            return true;
-        }
-        match origin.split_once("://") {
-            Some(("http" | "https", authority)) => self.host_allowed(authority),
-            _ => false,
         }
     }
 
@@ -141,15 +80,6 @@ impl Guard {
     }
 }
 
-/// The Host/Origin check alone, for the fuzz targets (`cargo fuzz` builds with `--cfg fuzzing`).
-#[cfg(fuzzing)]
-pub fn check_host_and_origin(
-    options: &HttpOptions,
-    headers: &HeaderMap,
-) -> Result<(), &'static str> {
-    Guard::new(options).check_origin(headers)
-}
-
 /// Why a request was not admitted.
 struct Refusal {
     status: StatusCode,
@@ -159,29 +89,6 @@ struct Refusal {
 struct Permits {
     _global: OwnedSemaphorePermit,
     _session: Option<OwnedSemaphorePermit>,
-}
-
-/// `host` of `host:port`, `[::1]:port` or `[::1]`.
-fn host_of(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        // Only `[addr]` or `[addr]:port`: anything after the bracket (`[::1].evil.example`)
-        // leaves the authority whole, which no allowed host equals.
-        return match rest.split_once(']') {
-            Some((addr, "")) => addr,
-            Some((addr, port))
-                if port
-                    .strip_prefix(':')
-                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) =>
-            {
-                addr
-            }
-            _ => authority,
-        };
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    }
 }
 
 /// The session a request belongs to: Streamable HTTP's header or legacy SSE's query parameter.
@@ -245,7 +152,7 @@ async fn as_json_rpc_error(response: Response) -> Response {
 }
 
 async fn admit(guard: Arc<Guard>, request: Request, next: Next) -> Response {
-    if let Err(why) = guard.check_origin(request.headers()) {
+    if let Err(why) = guard.origin.check(request.headers()) {
         tracing::debug!(why, "rejected HTTP request");
         return rpc_error(StatusCode::FORBIDDEN, -32000, &format!("forbidden: {why}"));
     }
@@ -354,88 +261,4 @@ pub(crate) fn rpc_error(status: StatusCode, code: i64, message: &str) -> Respons
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn guard(hosts: &[&str], origins: &[&str]) -> Guard {
-        Guard::new(&HttpOptions {
-            allowed_hosts: hosts.iter().map(|s| (*s).to_owned()).collect(),
-            allowed_origins: origins.iter().map(|s| (*s).to_owned()).collect(),
-            ..HttpOptions::default()
-        })
-    }
-
-    #[test]
-    fn loopback_hosts_pass_with_or_without_port() {
-        let g = guard(&[], &[]);
-        for h in [
-            "localhost",
-            "localhost:8080",
-            "127.0.0.1:1",
-            "[::1]:3000",
-            "[::1]",
-            "LOCALHOST",
-        ] {
-            assert!(g.host_allowed(h), "{h}");
-        }
-        for h in [
-            "evil.example.com",
-            "evil.example.com:8080",
-            "127.0.0.2",
-            "localhost.evil",
-            // Found by fuzz/'s http_guard target: text after the bracket was ignored.
-            "[::1].evil.example",
-            "[::1]evil",
-            "[::1]:",
-            "[::1]:80x",
-        ] {
-            assert!(!g.host_allowed(h), "{h}");
-        }
-    }
-
-    #[test]
-    fn a_refused_host_is_told_how_to_open_up() {
-        let g = guard(&[], &[]);
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::HOST,
-            "box.lan:8080".parse().expect("a header value"),
-        );
-        let why = g.check_origin(&headers).expect_err("refused");
-        assert!(
-            why.contains("--allowed-host") && why.contains("http.allowedHosts"),
-            "{why}"
-        );
-        headers.insert(
-            header::HOST,
-            "localhost:8080".parse().expect("a header value"),
-        );
-        headers.insert(
-            header::ORIGIN,
-            "https://evil.example".parse().expect("a header value"),
-        );
-        let why = g.check_origin(&headers).expect_err("refused");
-        assert!(why.contains("http.allowedOrigins"), "{why}");
-    }
-
-    #[test]
-    fn configured_hosts_and_origins_open_up() {
-        let g = guard(
-            &["mcp.example.com", "other:8443"],
-            &["https://app.example.org"],
-        );
-        assert!(g.host_allowed("mcp.example.com:443"));
-        assert!(g.host_allowed("other:8443"));
-        assert!(!g.host_allowed("other:8444"));
-        assert!(g.origin_allowed("https://mcp.example.com"));
-        assert!(g.origin_allowed("https://app.example.org/"));
-        assert!(g.origin_allowed("http://localhost:5173"));
-        assert!(!g.origin_allowed("https://evil.example.com"));
-        assert!(!g.origin_allowed("null"));
-        assert!(guard(&["*"], &[]).host_allowed("anything"));
-        assert!(guard(&[], &["*"]).origin_allowed("null"));
-    }
 }

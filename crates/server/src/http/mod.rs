@@ -25,11 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 mod conns;
 mod guard;
+mod origin;
 mod sessions;
 mod sse;
-
-#[cfg(fuzzing)]
-pub use guard::check_host_and_origin;
 
 use crate::error::ServerError;
 use crate::live::LiveServer;
@@ -181,7 +179,7 @@ impl HttpListener {
         config = if options.allowed_hosts.iter().any(|h| h == "*") {
             config.disable_allowed_hosts()
         } else {
-            let mut hosts: Vec<String> = guard::LOOPBACK_HOSTS
+            let mut hosts: Vec<String> = origin::LOOPBACK_HOSTS
                 .iter()
                 .map(|h| (*h).to_owned())
                 .collect();
