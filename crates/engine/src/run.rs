@@ -309,10 +309,9 @@ impl<'a> Executor<'a> {
         };
         if let Some(tx) = tx
             && tx.receiver_count() > 0
+            && tx.send(event()).is_ok()
         {
-            if tx.send(event()).is_ok() {
-                self.shared.control.count_emitted();
-            }
+            self.shared.control.count_emitted();
         }
     }
 
