@@ -330,15 +330,21 @@ tools: []
         found["results"][0]["inputSchema"]["properties"]["path"].is_object(),
         "{found}"
     );
-    // Only the named server's tools.
-    let found = structured(
-        &call(
-            &client,
-            FIND,
-            json!({"query": "sum", "server": "everything"}),
-        )
-        .await,
-    );
+    // Only the named server's tools; `everything` may answer later than `filesystem` did.
+    let found = loop {
+        let found = structured(
+            &call(
+                &client,
+                FIND,
+                json!({"query": "sum", "server": "everything"}),
+            )
+            .await,
+        );
+        if found["total"] != 0 || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
     let results = found["results"].as_array().expect("results");
     assert_eq!(results[0]["name"], "everything__get-sum", "{found}");
     assert!(
