@@ -203,7 +203,8 @@ impl Reloader {
                 mcpflow_engine::check,
             )
             .map_err(|e| self.refuse(key.clone(), e.to_string()))?;
-        let version = mcpflow_config::version(&loaded.config);
+        // A config that compiled is keyed by its version: no second hash of it.
+        let version = key.clone();
         match running.engine.durability() {
             Some(d) => {
                 crate::state::pin(&engine, &loaded, d.store.clone(), self.owner.clone()).await?
