@@ -8,7 +8,6 @@ use indexmap::IndexMap;
 use mcpflow_expr::Limits;
 use mcpflow_model::{CompileErrors, Config};
 use mcpflow_upstream::UpstreamPool;
-use tracing::Instrument;
 
 use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
@@ -224,10 +223,7 @@ impl Engine {
             return self.start_durable(durability, graph, request).await;
         }
         let span = crate::spans::run(graph.name(), &id, false);
-        let run = self
-            .run_plain(id, graph, request)
-            .instrument(span.clone())
-            .await;
+        let run = span.around(self.run_plain(id, graph, request)).await;
         crate::spans::run_ended(&span, run.status, run.error());
         run
     }

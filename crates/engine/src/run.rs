@@ -16,7 +16,6 @@ use mcpflow_upstream::UpstreamPool;
 use serde::Serialize;
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
-use tracing::Instrument;
 
 use crate::control::{Control, Here};
 use crate::error::{RunError, RunErrorKind};
@@ -412,10 +411,8 @@ impl<'a> Executor<'a> {
                 });
                 let start = shared.started.elapsed();
                 let node_span = crate::spans::node(step, frame.parent.as_ref());
-                let (outcome, attempts) = self
-                    .attempts(frame, at, &mut args)
-                    .instrument(node_span.clone())
-                    .await;
+                let (outcome, attempts) =
+                    node_span.around(self.attempts(frame, at, &mut args)).await;
                 let failed = outcome.as_ref().err().map(|(f, _)| &f.err);
                 crate::spans::node_ended(&node_span, attempts, failed);
                 let span = Span {

@@ -1,10 +1,8 @@
 //! The spans a run leaves for export (`mcpflow_telemetry`): one per run and one per node
 //! execution, each a child of whatever span is current (the MCP request, or the node that
-//! started a branch). They are `Span::none()` unless traces are exported.
+//! started a branch). They are empty unless traces are exported.
 
-use mcpflow_telemetry::trace;
-use tracing::Span;
-use tracing::field::Empty;
+use mcpflow_telemetry::trace::{self, KeyValue, Span, SpanKind};
 
 use crate::error::RunError;
 use crate::graph::Step;
@@ -16,28 +14,27 @@ pub(crate) fn run(tool: &str, id: &str, resumed: bool) -> Span {
     if !trace::on() {
         return Span::none();
     }
-    mcpflow_telemetry::span!(
-        "mcpflow.run",
-        otel.name = format!("run {tool}"),
-        otel.status_code = Empty,
-        error.type = Empty,
-        mcpflow.tool = tool,
-        mcpflow.run.id = id,
-        mcpflow.run.resumed = resumed,
-        mcpflow.run.status = Empty,
+    Span::start(
+        format!("run {tool}"),
+        SpanKind::Internal,
+        vec![
+            KeyValue::new("mcpflow.tool", tool.to_owned()),
+            KeyValue::new("mcpflow.run.id", id.to_owned()),
+            KeyValue::new("mcpflow.run.resumed", resumed),
+        ],
     )
 }
 
-/// Records how the run of `span` ended.
+/// Records how the run of `span` ended, and ends it.
 pub(crate) fn run_ended(span: &Span, status: RunStatus, error: Option<&RunError>) {
-    if span.is_disabled() {
+    if span.is_none() {
         return;
     }
-    span.record("mcpflow.run.status", status.as_str());
+    span.set("mcpflow.run.status", status.as_str());
     if let Some(err) = error.filter(|_| status == RunStatus::Failed) {
-        span.record("otel.status_code", "ERROR");
-        span.record("error.type", err.kind.as_str());
+        span.fail(err.kind.as_str());
     }
+    span.end();
 }
 
 /// The span of one execution of `step` (all its attempts), in a branch or item when
@@ -47,27 +44,34 @@ pub(crate) fn node(step: &Step, parent: Option<&Parent>) -> Span {
         return Span::none();
     }
     let kind = step.kind.type_name();
-    mcpflow_telemetry::span!(
-        "mcpflow.node",
-        otel.name = format!("{kind} {}", step.id),
-        otel.status_code = Empty,
-        error.type = Empty,
-        mcpflow.node.id = &*step.id,
-        mcpflow.node.type = kind,
-        mcpflow.node.attempts = Empty,
-        mcpflow.branch = parent.and_then(|p| p.branch.as_deref()),
-        mcpflow.item = parent.and_then(|p| p.item),
+    let mut attributes = vec![
+        KeyValue::new("mcpflow.node.id", step.id.clone()),
+        KeyValue::new("mcpflow.node.type", kind),
+    ];
+    if let Some(branch) = parent.and_then(|p| p.branch.clone()) {
+        attributes.push(KeyValue::new("mcpflow.branch", branch));
+    }
+    if let Some(item) = parent.and_then(|p| p.item) {
+        attributes.push(KeyValue::new(
+            "mcpflow.item",
+            i64::try_from(item).unwrap_or(i64::MAX),
+        ));
+    }
+    Span::start(
+        format!("{kind} {}", step.id),
+        SpanKind::Internal,
+        attributes,
     )
 }
 
-/// Records the attempts a node made and, when it failed, the kind of error.
+/// Records the attempts a node made and, when it failed, the kind of error; ends the span.
 pub(crate) fn node_ended(span: &Span, attempts: u32, error: Option<&RunError>) {
-    if span.is_disabled() {
+    if span.is_none() {
         return;
     }
-    span.record("mcpflow.node.attempts", attempts);
+    span.set("mcpflow.node.attempts", i64::from(attempts));
     if let Some(err) = error {
-        span.record("otel.status_code", "ERROR");
-        span.record("error.type", err.kind.as_str());
+        span.fail(err.kind.as_str());
     }
+    span.end();
 }

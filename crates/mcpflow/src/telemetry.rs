@@ -1,41 +1,22 @@
-//! The process's logging and telemetry: the `tracing` subscriber (logs to stderr, and the
-//! slot that spans for export reach once traces are on), the OTLP trace pipeline and the
-//! metrics switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
+//! The process's logging and telemetry: the `tracing` subscriber (logs to stderr), the OTLP
+//! trace pipeline whose tracer `mcpflow_telemetry::trace` makes spans with, and the metrics
+//! switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use mcpflow_config::telemetry::{OtlpProtocol, TelemetryConfig};
-use mcpflow_telemetry::trace::{self, ExportSlot};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
-use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
-use tracing_subscriber::Layer;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Registry};
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use tracing_subscriber::EnvFilter;
 
-type OtelLayer = tracing_opentelemetry::OpenTelemetryLayer<Registry, SdkTracer>;
-
-static SLOT: OnceLock<ExportSlot<OtelLayer>> = OnceLock::new();
-
-/// Logs to stderr as `MCPFLOW_LOG` says (else `default`), and an empty slot for exporting
-/// spans. Spans for export never reach the log, whatever `MCPFLOW_LOG` says.
+/// Logs to stderr as `MCPFLOW_LOG` says (else `default`).
 pub fn init_logging(default: &str) {
     let filter = EnvFilter::try_from_env("MCPFLOW_LOG").unwrap_or_else(|_| EnvFilter::new(default));
-    let filter = match format!("{}=off", trace::TARGET).parse() {
-        Ok(directive) => filter.add_directive(directive),
-        Err(_) => filter,
-    };
-    let logs = tracing_subscriber::fmt::layer()
+    tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_filter(filter);
-    let (exporting, only_exported, slot) = trace::exporting::<OtelLayer>();
-    let _ = SLOT.set(slot);
-    tracing_subscriber::registry()
-        .with(exporting.with_filter(only_exported))
-        .with(logs)
+        .with_env_filter(filter)
         .init();
 }
 
@@ -208,21 +189,10 @@ fn start_traces(
         )));
     }
     let provider = provider.build();
-    // Only what a trace viewer shows: no busy/idle timings, source locations, thread or
-    // target attributes (six attributes on every span, a thread name copied into each), and
-    // no OpenTelemetry context made current on each poll of an instrumented future (nothing
-    // here reads `Context::current()`; `trace::carry` asks the span itself). Each of these
-    // costs CPU on every call that is traced.
-    let layer = tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("mcpflow"))
-        .with_tracked_inactivity(false)
-        .with_location(false)
-        .with_threads(false)
-        .with_target(false)
-        .with_context_activation(false);
-    if let Some(slot) = SLOT.get() {
-        slot.install(layer, traces.record_arguments.unwrap_or(false));
-    }
+    mcpflow_telemetry::trace::install(
+        provider.tracer("mcpflow"),
+        traces.record_arguments.unwrap_or(false),
+    );
     let shown = endpoint.unwrap_or_else(|| "the OTEL_EXPORTER_OTLP_* endpoint".to_owned());
     let protocol = match protocol {
         OtlpProtocol::HttpProtobuf => "http/protobuf",

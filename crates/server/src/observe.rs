@@ -8,11 +8,10 @@ use std::future::Future;
 use std::time::Instant;
 
 use mcpflow_telemetry::metrics::{self, Outcome, ToolKind};
-use mcpflow_telemetry::trace;
+use mcpflow_telemetry::trace::{self, KeyValue, Span, SpanKind};
 use rmcp::model::{CallToolResponse, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
-use tracing::{Instrument, Span};
 
 /// What the server answered, as an outcome: only a tool result can be a tool error.
 pub(crate) trait Answer {
@@ -81,19 +80,19 @@ impl Observation {
         let Some(o) = observation else {
             return answer.await;
         };
-        let result = answer.instrument(o.span.clone()).await;
+        let result = o.span.around(answer).await;
         let outcome = match &result {
             Err(_) => Outcome::Error,
             Ok(answer) if answer.is_tool_error() => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
         };
-        if outcome != Outcome::Ok && !o.span.is_disabled() {
-            o.span.record("otel.status_code", "ERROR");
+        if outcome != Outcome::Ok && !o.span.is_none() {
             match &result {
-                Err(e) => o.span.record("error.type", format!("jsonrpc {}", e.code.0)),
-                Ok(_) => o.span.record("error.type", "tool_error"),
+                Err(e) => o.span.fail(format!("jsonrpc {}", e.code.0)),
+                Ok(_) => o.span.fail("tool_error"),
             };
         }
+        o.span.end();
         let elapsed = o.started.elapsed();
         metrics::request(o.method, outcome, elapsed);
         if let Some(tool) = &o.tool {
@@ -112,17 +111,19 @@ fn request_span(
     if !trace::on() {
         return Span::none();
     }
-    let arguments = arguments
+    let mut more = vec![KeyValue::new("jsonrpc.request.id", context.id.to_string())];
+    if tool.is_some() {
+        more.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    }
+    if let Some(arguments) = arguments
         .filter(|_| trace::record_arguments())
-        .and_then(|a| serde_json::to_string(a).ok());
-    let span = mcpflow_telemetry::mcp_span!(
-        "server",
-        method,
-        tool,
-        gen_ai.operation.name = tool.map(|_| "execute_tool"),
-        jsonrpc.request.id = %context.id,
-        mcp.tool.arguments = arguments.as_deref().map(trace::bounded),
-    );
+        .and_then(|a| serde_json::to_string(a).ok())
+    {
+        more.push(KeyValue::new(
+            "mcp.tool.arguments",
+            trace::bounded(&arguments).to_owned(),
+        ));
+    }
     let from_meta = context
         .meta
         .get_traceparent()
@@ -134,8 +135,11 @@ fn request_span(
             .and_then(|v| v.to_str().ok())
     };
     let from_header = || header("traceparent").map(|tp| (tp, header("tracestate")));
-    if let Some((traceparent, tracestate)) = from_meta.or_else(from_header) {
-        trace::follow(&span, traceparent, tracestate);
-    }
-    span
+    // The caller's span, or none: a request starts a trace of its own, whatever span
+    // happens to be current on this thread.
+    let parent = match from_meta.or_else(from_header) {
+        Some((traceparent, tracestate)) => trace::remote_parent(traceparent, tracestate),
+        None => trace::Context::new(),
+    };
+    trace::mcp_request(SpanKind::Server, method, tool, more, Some(&parent))
 }

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use mcpflow_telemetry::metrics::{self, Outcome};
 use mcpflow_telemetry::trace;
-use tracing::Instrument;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ListToolsRequest,
@@ -107,34 +106,32 @@ impl Upstream {
         let method = metrics::method_label(request.method());
         let span = self.request_span(method, &request);
         let started = Instant::now();
-        let result = self
-            .send_unobserved(request, options)
-            .instrument(span.clone())
-            .await;
+        let result = span.around(self.send_unobserved(request, options)).await;
         let outcome = match &result {
             Err(_) => Outcome::Error,
             Ok(ServerResult::CallToolResult(r)) if r.is_error == Some(true) => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
         };
         if outcome != Outcome::Ok {
-            span.record("otel.status_code", "ERROR");
-            span.record("error.type", outcome.as_str());
+            span.fail(outcome.as_str());
         }
+        span.end();
         metrics::upstream_request(&self.name, method, outcome, started.elapsed());
         result
     }
 
     /// The span of one request to this upstream, a child of the current one (the node, or
     /// the proxied request).
-    fn request_span(&self, method: &'static str, request: &ClientRequest) -> tracing::Span {
+    fn request_span(&self, method: &'static str, request: &ClientRequest) -> trace::Span {
         if !trace::on() {
-            return tracing::Span::none();
+            return trace::Span::none();
         }
         let tool = match request {
             ClientRequest::CallToolRequest(call) => Some(&*call.params.name),
             _ => None,
         };
-        mcpflow_telemetry::mcp_span!("client", method, tool, mcpflow.upstream = &*self.name)
+        let upstream = trace::KeyValue::new("mcpflow.upstream", self.name.clone());
+        trace::mcp_request(trace::SpanKind::Client, method, tool, [upstream], None)
     }
 
     async fn send_unobserved(
@@ -200,7 +197,7 @@ impl Upstream {
             None => None,
         };
         // The caller's trace goes on upstream: the span of this request as its parent.
-        let meta = match trace::carry(&tracing::Span::current()) {
+        let meta = match trace::carry() {
             None => meta,
             Some(context) => {
                 let mut meta = meta.unwrap_or_default();

@@ -11,7 +11,6 @@ use mcpflow_store::{
     NewRun, NewSession, RunEnd as StoreEnd, SessionUpdate, new_session_id, now_ms,
 };
 use serde_json::{Value as Json, json};
-use tracing::Instrument;
 
 use super::{Durability, DurableRun, SessionError, error_json, next_after, restore, store_error};
 use crate::Engine;
@@ -144,9 +143,8 @@ impl Engine {
     ) -> Run {
         let resumed = matches!(execution.start, Start::Resumed(..));
         let span = crate::spans::run(execution.graph.name(), &execution.run_id, resumed);
-        let run = self
-            .execute_in_span(durability, execution)
-            .instrument(span.clone())
+        let run = span
+            .around(self.execute_in_span(durability, execution))
             .await;
         crate::spans::run_ended(&span, run.status, run.error());
         run
