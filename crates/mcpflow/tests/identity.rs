@@ -318,6 +318,29 @@ async fn one_principal_cannot_continue_read_or_cancel_anothers_session() {
     );
     assert_eq!(body["startedBy"], "alice", "{body}");
 
+    // A run started over the run API is its caller's too.
+    let (status, started) = api(
+        admin,
+        reqwest::Method::POST,
+        "/api/runs".into(),
+        Some(json!({"tool": "approve"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{started}");
+    let run_id = started["id"].as_str().expect("a run id").to_owned();
+    let mut found = None;
+    for _ in 0..200 {
+        let (_, all) = api(admin, reqwest::Method::GET, "/api/sessions".into(), None).await;
+        let sessions = all["sessions"].as_array().expect("sessions").clone();
+        found = sessions.into_iter().find(|s| s["runId"] == run_id.as_str());
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let found = found.expect("the API-started run waits in a session");
+    assert_eq!(found["startedBy"], "only-admin", "{found}");
+
     // Nothing of the keys reached the trace log on the way.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let log = server.log.lock().expect("lock").clone();
