@@ -1,5 +1,6 @@
 //! [`ApiError`]: every refusal as `{error: {code, message}}` with its status (404 for an
-//! unknown run, node, tool or session; 400 for bad input; 409 for an action that does not
+//! unknown run, node, tool or session; 400 for bad input; 403 for another principal's run or
+//! session; 409 for an action that does not
 //! apply to the run's state), and, for a broken expression, where in it the problem is.
 
 use axum::http::StatusCode;
@@ -34,6 +35,11 @@ impl ApiError {
 
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// Another principal's run or session (issue #18): what it is stays untold.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
@@ -74,6 +80,7 @@ impl From<SessionError> for ApiError {
             | SessionError::Ended { .. }
             | SessionError::Busy(_)
             | SessionError::ConfigChanged { .. } => ApiError::conflict(message),
+            SessionError::NotYours(_) => ApiError::forbidden(message),
             SessionError::Store(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", message)
             }

@@ -11,7 +11,9 @@
 //! the engine's store), one run with its history and per-node timing, the context at any
 //! history index, a live event stream of one run and of all runs, graph tools as drawable
 //! graphs, runs started with debug options, pause/resume/step/stop, breakpoints (conditional
-//! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled.
+//! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled
+//! (only by the principal that started them, or an admin: the request's
+//! [`Caller`](mcpflow_engine::Caller), which `server` puts in its extensions).
 //!
 //! **What it costs when nobody listens.** The engine's [`Observe`](mcpflow_engine::Observe)
 //! hook registers each run (an entry in a map and a `Control` handle) at its start and removes
@@ -52,6 +54,15 @@ use mcpflow_engine::{Engine, Observe};
 
 pub use error::ApiError;
 pub use registry::Registry;
+
+/// Who calls: the engine's [`Caller`](mcpflow_engine::Caller) that `server` puts in each
+/// request's extensions from its access control; the open caller when nothing was put there
+/// (a router mounted without access control answers as before it existed).
+pub(crate) fn caller(
+    extension: Option<axum::Extension<mcpflow_engine::Caller>>,
+) -> mcpflow_engine::Caller {
+    extension.map(|axum::Extension(c)| c).unwrap_or_default()
+}
 
 /// The OpenAPI 3.1 document of this API.
 pub const OPENAPI: &str = include_str!("../openapi.json");

@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use mcpflow_engine::{Breakpoint, Control, Event, RunEnd, RunRequest};
+use mcpflow_engine::{Breakpoint, Caller, Control, Event, RunEnd, RunRequest};
 use mcpflow_store::{RunFilter, RunStatus as StoredStatus};
 use serde_json::{Map, Value as Json, json};
 
@@ -93,6 +94,7 @@ async fn list_runs(api: &Api, q: &Query) -> Result<Json, ApiError> {
                     "startedAt": s.started_at,
                     "endedAt": s.ended_at,
                     "live": false,
+                    "startedBy": s.started_by,
                 }));
             }
         }
@@ -196,6 +198,7 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
     summary.insert("startedAt".into(), json!(s.started_at));
     summary.insert("endedAt".into(), json!(s.ended_at));
     summary.insert("live".into(), json!(false));
+    summary.insert("startedBy".into(), json!(s.started_by));
     summary.insert("args".into(), run.args.clone());
     if let Some(r) = &run.result {
         summary.insert("result".into(), r.clone());
@@ -339,8 +342,12 @@ fn fold(records: &[Json], upto: Option<i64>) -> Json {
     Json::Object(ctx)
 }
 
-pub async fn start(State(api): State<Api>, body: Bytes) -> Response {
-    match start_run(&api, &body).await {
+pub async fn start(
+    State(api): State<Api>,
+    caller: Option<Extension<Caller>>,
+    body: Bytes,
+) -> Response {
+    match start_run(&api, &body, crate::caller(caller)).await {
         Ok(v) => json_response(StatusCode::CREATED, &v),
         Err(e) => e.into_response(),
     }
@@ -370,7 +377,7 @@ pub(crate) fn breakpoint_of(
     Breakpoint::new(condition).map_err(|e| ApiError::bad_condition(node, &e))
 }
 
-async fn start_run(api: &Api, body: &[u8]) -> Result<Json, ApiError> {
+async fn start_run(api: &Api, body: &[u8], caller: Caller) -> Result<Json, ApiError> {
     let body = body_object(body)?;
     let Some(Json::String(tool)) = body.get("tool") else {
         return Err(ApiError::bad_request(
@@ -432,7 +439,8 @@ async fn start_run(api: &Api, body: &[u8]) -> Result<Json, ApiError> {
     let mut handle = engine.spawn(
         RunRequest::new(tool.clone(), args)
             .with_control(control.clone())
-            .with_events(Some(tx.clone())),
+            .with_events(Some(tx.clone()))
+            .with_caller(caller),
     );
     let mut rx = handle.events();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();

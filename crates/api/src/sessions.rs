@@ -1,11 +1,12 @@
 //! Waiting sessions (runs suspended at an await node): listed, continued with the client's
 //! input, or cancelled, through the engine's session API.
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use mcpflow_engine::{RunEnd, RunRequest};
+use mcpflow_engine::{Caller, RunEnd, RunRequest};
 use mcpflow_store::{SessionFilter, SessionStatus, StoreError};
 use serde_json::{Value as Json, json};
 
@@ -28,10 +29,18 @@ fn session_json(s: &mcpflow_store::Session) -> Json {
         "inputSchema": s.input_schema,
         "createdAt": s.created_at,
         "expiresAt": s.expires_at,
+        "startedBy": s.started_by,
     })
 }
 
-pub async fn list(State(api): State<Api>, RawQuery(raw): RawQuery) -> Response {
+/// The sessions the caller may act on (its own; every one for an admin): another principal's
+/// is not even listed.
+pub async fn list(
+    State(api): State<Api>,
+    caller: Option<Extension<Caller>>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let caller = crate::caller(caller);
     let q = Query::parse(raw.as_deref());
     let listed = async {
         let limit = q.int("limit", 1, 1000)?.unwrap_or(100) as u32;
@@ -59,6 +68,7 @@ pub async fn list(State(api): State<Api>, RawQuery(raw): RawQuery) -> Response {
         let sessions: Vec<Json> = sessions
             .iter()
             .filter(|s| tool.is_none_or(|t| t == s.tool))
+            .filter(|s| caller.may_act_for(s.started_by.as_deref()))
             .map(session_json)
             .collect();
         Ok::<_, ApiError>(json!({ "sessions": sessions }))
@@ -88,8 +98,10 @@ async fn tool_of(api: &Api, id: &str) -> Result<String, ApiError> {
 pub async fn continue_session(
     State(api): State<Api>,
     Path(id): Path<String>,
+    caller: Option<Extension<Caller>>,
     body: Bytes,
 ) -> Response {
+    let caller = crate::caller(caller);
     let continued = async {
         let body = body_object(&body)?;
         let input = body
@@ -99,7 +111,7 @@ pub async fn continue_session(
         let tool = tool_of(&api, &id).await?;
         let run = api
             .engine()
-            .continue_session(RunRequest::new(tool, input), &id)
+            .continue_session(RunRequest::new(tool, input).with_caller(caller), &id)
             .await?;
         let mut out =
             json!({"runId": &*run.id, "tool": &*run.tool, "status": status_name(run.status)});
@@ -116,10 +128,15 @@ pub async fn continue_session(
     }
 }
 
-pub async fn cancel_session(State(api): State<Api>, Path(id): Path<String>) -> Response {
+pub async fn cancel_session(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    caller: Option<Extension<Caller>>,
+) -> Response {
+    let caller = crate::caller(caller);
     let cancelled = async {
         let tool = tool_of(&api, &id).await?;
-        let session = api.engine().cancel_session(&tool, &id).await?;
+        let session = api.engine().cancel_session(&tool, &id, &caller).await?;
         Ok::<_, ApiError>(session_json(&session))
     };
     match cancelled.await {

@@ -35,6 +35,17 @@ struct Inner {
     claims: Map<String, Value>,
 }
 
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Anonymous => "anonymous",
+            Via::ApiKey => "apiKey",
+            Via::Jwt => "jwt",
+            Via::Open => "open",
+        }
+    }
+}
+
 impl Principal {
     pub fn new(
         subject: impl Into<String>,
@@ -120,10 +131,13 @@ impl Principal {
         self.allows(Scope::Admin) || owner == self.subject()
     }
 
-    /// What expressions and hooks read: subject, key name, scopes and the chosen claims.
+    /// What expressions (`$caller`) and hooks (`metadata.caller`) read: subject, how it was
+    /// established (`open`, `anonymous`, `apiKey`, `jwt`), key name, scopes and the chosen
+    /// claims. Never the key or the token.
     pub fn to_json(&self) -> Value {
         json!({
             "subject": self.subject(),
+            "via": self.via().as_str(),
             "key": self.key(),
             "scopes": self.scopes().iter().map(Scope::as_str).collect::<Vec<_>>(),
             "claims": self.claims(),

@@ -237,18 +237,35 @@ impl Authoring {
     /// Answers one call of a built-in tool. Never fails: a malformed call, an unknown or
     /// disabled tool, is a tool-level error that says what is wrong and how to fix it.
     pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> CallToolResult {
+        self.call_as(name, arguments, mcpflow_engine::Caller::open())
+            .await
+    }
+
+    /// [`Authoring::call`] for `caller`: the runs `mcpflow_run_tool` starts are its (their
+    /// `$caller`, their sessions' owner), not the open caller's.
+    pub async fn call_as(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        caller: mcpflow_engine::Caller,
+    ) -> CallToolResult {
         let started = Instant::now();
         let answer = match self.listed().find(|s| s.name == name) {
             None => self.not_listed(name),
             Some(spec) => match Args::check(spec, &arguments) {
                 Err(m) => m.into(),
-                Ok(args) => self.dispatch(spec, &args).await,
+                Ok(args) => self.dispatch(spec, &args, caller).await,
             },
         };
         answer.into_result(started)
     }
 
-    async fn dispatch(&self, spec: &Spec, args: &Args<'_>) -> Answer {
+    async fn dispatch(
+        &self,
+        spec: &Spec,
+        args: &Args<'_>,
+        caller: mcpflow_engine::Caller,
+    ) -> Answer {
         let served = &self.served;
         match spec.name {
             tools::SYNTAX => syntax::answer(args),
@@ -256,7 +273,14 @@ impl Authoring {
             tools::NODE_DETAILS => catalog::details(spec, args),
             tools::TEST_EXPRESSION => expression::answer(spec, args),
             tools::VALIDATE_TOOL => definition::validate(served, spec, args),
-            tools::RUN_TOOL => run::answer(served, &self.settings, &self.recent, spec, args).await,
+            tools::RUN_TOOL => {
+                let run = run::Runs {
+                    settings: &self.settings,
+                    recent: &self.recent,
+                    caller,
+                };
+                run::answer(served, run, spec, args).await
+            }
             tools::LIST_RUNS => runs::list(served, &self.recent, spec, args).await,
             tools::GET_RUN => runs::get(served, &self.recent, spec, args).await,
             tools::LIST_UPSTREAMS => discover::upstreams(served).await,

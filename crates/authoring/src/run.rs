@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use mcpflow_engine::{Engine, Run, RunEnd, RunRequest};
+use mcpflow_engine::{Caller, Engine, Run, RunEnd, RunRequest};
 use mcpflow_model::AuthoringConfig;
 use serde_json::{Map, Value, json};
 
@@ -18,11 +18,15 @@ use crate::tools::Spec;
 
 pub(crate) async fn answer(
     served: &Served,
-    settings: &AuthoringConfig,
-    recent: &Recent,
+    runs: Runs<'_>,
     spec: &Spec,
     args: &Args<'_>,
 ) -> Answer {
+    let Runs {
+        settings,
+        recent,
+        caller,
+    } = runs;
     let arguments = Value::Object(args.object("arguments").cloned().unwrap_or_default());
     let with_history = args.bool("history").unwrap_or(true);
     match (args.str("tool"), args.value("definition")) {
@@ -47,7 +51,12 @@ pub(crate) async fn answer(
                 return Malformed::new(spec, format!("no graph tool named \"{tool}\"; {hint}"))
                     .into();
             }
-            run(&served.engine, recent, tool, arguments, with_history, Vec::new()).await
+            let how = How {
+                with_history,
+                warnings: Vec::new(),
+                caller,
+            };
+            run(&served.engine, recent, tool, arguments, how).await
         }
         (None, Some(definition)) => {
             if !settings.run_inline() {
@@ -65,21 +74,38 @@ pub(crate) async fn answer(
                     "problems": problems,
                 })),
                 Ok(c) => {
-                    run(&c.engine, recent, &c.name, arguments, with_history, c.warnings).await
+                    let how = How {
+                        with_history,
+                        warnings: c.warnings,
+                        caller,
+                    };
+                    run(&c.engine, recent, &c.name, arguments, how).await
                 }
             }
         }
     }
 }
 
-async fn run(
-    engine: &Engine,
-    recent: &Recent,
-    tool: &str,
-    arguments: Value,
+/// Where `mcpflow_run_tool`'s runs are kept, the flags that allow them, and whom they are for.
+pub(crate) struct Runs<'a> {
+    pub settings: &'a AuthoringConfig,
+    pub recent: &'a Recent,
+    pub caller: Caller,
+}
+
+/// How one run is made and told.
+struct How {
     with_history: bool,
     warnings: Vec<Value>,
-) -> Answer {
+    caller: Caller,
+}
+
+async fn run(engine: &Engine, recent: &Recent, tool: &str, arguments: Value, how: How) -> Answer {
+    let How {
+        with_history,
+        warnings,
+        caller,
+    } = how;
     // The server checks arguments before a run; so does this, with the same schema.
     if let Some(graph) = engine.graph(tool)
         && let Err(errors) = graph.input_validator().check(&arguments)
@@ -91,7 +117,9 @@ async fn run(
             "fix": "pass `arguments` matching inputSchema, or change inputSchema",
         }));
     }
-    let run = engine.run(RunRequest::new(tool, arguments)).await;
+    let run = engine
+        .run(RunRequest::new(tool, arguments).with_caller(caller))
+        .await;
     let mut out = describe(&run, with_history);
     let failed = run.error().is_some();
     recent.keep(Arc::new(run));

@@ -233,6 +233,7 @@ impl Engine {
             args,
             control,
             mut events,
+            caller,
             ..
         } = request;
         let tool: Arc<str> = graph.name().into();
@@ -249,6 +250,7 @@ impl Engine {
             None,
             std::time::Instant::now(),
             AtomicU64::new(0),
+            &caller,
         );
         // Plain runs are recorded at their end when a store is attached; the arguments are
         // kept for that only then.
@@ -270,7 +272,7 @@ impl Engine {
             history,
         };
         if let (Some(durability), Some((args, started_at))) = (self.durability(), saved_args) {
-            durability.save_plain(graph, args, started_at, &run);
+            durability.save_plain(graph, (args, started_at), &caller, &run);
         }
         self.observe_end(&run);
         run

@@ -32,6 +32,7 @@
 //! The engine knows nothing of transports: MCP framing, HTTP and JSON-RPC belong to `server`;
 //! it reaches upstream MCP servers only through [`mcpflow_upstream::UpstreamPool`].
 
+mod caller;
 mod compile;
 mod control;
 mod durable;
@@ -51,6 +52,7 @@ mod run;
 mod schema;
 mod spans;
 
+pub use caller::Caller;
 pub use compile::check;
 pub use control::{Breakpoint, Control, DebugState, PausedLine};
 pub use durable::{Durability, SessionError};

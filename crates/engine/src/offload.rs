@@ -73,6 +73,7 @@ impl Executor<'_> {
         let context = frame.context.clone();
         let history = self.history_copy(frame);
         let limits = *self.shared.limits;
+        let caller = self.shared.caller.shared_json();
         let _slot = HEAVY.acquire().await.map_err(|_| {
             ExprError::new(
                 "E0001",
@@ -80,14 +81,16 @@ impl Executor<'_> {
             )
         })?;
         tracing::debug!(graph = %self.graph.name(), "evaluating a heavy expression off the request path");
-        tokio::task::spawn_blocking(move || f(&Scope::new(&context, &history, &limits)))
-            .await
-            .unwrap_or_else(|e| {
-                Err(ExprError::new(
-                    "E0001",
-                    format!("the expression's evaluation stopped unexpectedly: {e}"),
-                ))
-            })
+        tokio::task::spawn_blocking(move || {
+            f(&Scope::new(&context, &history, &limits).with_caller(Some(&caller)))
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ExprError::new(
+                "E0001",
+                format!("the expression's evaluation stopped unexpectedly: {e}"),
+            ))
+        })
     }
 
     /// The frame's history as the history functions see it, owned.

@@ -11,6 +11,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::Engine;
+use crate::caller::Caller;
 use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
@@ -30,6 +31,10 @@ pub struct RunRequest {
     pub events: Option<broadcast::Sender<Event>>,
     /// Who an await node with `mode: elicit` (or `auto`) asks inline.
     pub asker: Option<Arc<dyn Ask>>,
+    /// Who the run is for: what `$caller` reads, whom a durable run's session belongs to, and,
+    /// for [`Engine::continue_session`], who continues it (who must be allowed to). Without
+    /// access control, [`Caller::open`] (the default).
+    pub caller: Caller,
 }
 
 impl RunRequest {
@@ -40,7 +45,13 @@ impl RunRequest {
             control: Control::new(),
             events: None,
             asker: None,
+            caller: Caller::open(),
         }
+    }
+
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     pub fn with_control(mut self, control: Control) -> Self {

@@ -176,6 +176,8 @@ pub(crate) struct Shared<'a> {
     pub executed: AtomicU64,
     /// Set for tools that can wait or are resumable, when a store is attached.
     pub durable: Option<&'a crate::durable::DurableRun>,
+    /// Who the run is for (`$caller` in every expression of it, sub-runs and branches too).
+    pub caller: &'a crate::caller::Caller,
 }
 
 /// Runs the nodes of one graph: the top-level tool, or a tool invoked by a `call` node.
@@ -323,6 +325,7 @@ impl<'a> Executor<'a> {
             context: &frame.context,
             history: frame,
             limits: self.shared.quick,
+            caller: Some(self.shared.caller.json()),
         }
     }
 
@@ -332,6 +335,7 @@ impl<'a> Executor<'a> {
             context: &frame.context,
             history: frame,
             limits: self.shared.limits,
+            caller: Some(self.shared.caller.json()),
         }
     }
 

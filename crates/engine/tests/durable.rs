@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::load_str;
-use mcpflow_engine::{Control, Durability, Engine, RunRequest, RunStatus, SessionError};
+use mcpflow_engine::{Caller, Control, Durability, Engine, RunRequest, RunStatus, SessionError};
 use mcpflow_store::{Lease, NewRun, RecordRow, RunStatus as Stored, Store, now_ms};
 use serde_json::json;
 
@@ -174,6 +174,8 @@ async fn an_interrupted_resumable_run_restarts_from_its_last_committed_node() {
         args: json!({"n": 4}),
         started_at: now_ms(),
         resumable: true,
+        started_by: None,
+        caller: None,
     };
     store.create_run(&run, &lease).await.expect("run");
     let row = |index, node: &str, ty: &str, out| RecordRow {
@@ -248,4 +250,143 @@ async fn a_run_that_cannot_wait_is_recorded_once_it_ended() {
     let nodes: Vec<&str> = records.iter().map(|r| r.node_id.as_str()).collect();
     assert_eq!(nodes, ["start", "double", "end"]);
     assert_eq!(records[1].output, Some(json!(42)));
+}
+
+const OWNED: &str = r#"
+version: "1.0"
+server: { name: "owned", version: "1.0.0" }
+tools:
+  - name: approve
+    inputSchema: { type: object }
+    nodes:
+      - { id: start, type: entry, next: ask }
+      - id: ask
+        type: await
+        message: { expr: "'approve, ' & $caller.subject & '?'" }
+        inputSchema: { type: object, properties: { ok: { type: boolean } }, required: [ok] }
+        next: done
+      - { id: done, type: transform, transform: { expr: "{'by': $caller.subject, 'ok': $.ask.ok}" }, next: end }
+      - { id: end, type: exit }
+  - name: steps
+    resumable: true
+    inputSchema: { type: object }
+    nodes:
+      - { id: start, type: entry, next: one }
+      - { id: one, type: transform, transform: { expr: "$.start.n + 1" }, next: two }
+      - { id: two, type: transform, transform: { expr: "{'n': $.one, 'by': $caller.subject}" }, next: end }
+      - { id: end, type: exit }
+"#;
+
+fn caller(subject: &str, admin: bool) -> Caller {
+    Caller::new(subject, admin, json!({"subject": subject}))
+}
+
+/// Issue #18: a run records who started it; its session is continued, read or cancelled only
+/// by that principal or an admin; the continued run reads the continuing caller.
+#[tokio::test]
+async fn only_the_starter_or_an_admin_acts_on_a_session() {
+    let (_dir, store) = sqlite().await;
+    let (_, engine) = load_str(OWNED);
+    let d = Durability::new(store.clone(), "a".into(), "v1".into(), Default::default());
+    assert!(engine.attach_durability(d).is_ok());
+    let (alice, bob, root) = (
+        caller("alice", false),
+        caller("bob", false),
+        caller("root", true),
+    );
+    let start = |who: &Caller| RunRequest::new("approve", json!({})).with_caller(who.clone());
+    let run = engine.run(start(&alice)).await;
+    let w = run.waiting().expect("waits").to_json();
+    assert_eq!(w["message"], "approve, alice?");
+    let id = w["sessionId"].as_str().expect("id").to_owned();
+    let stored = store.get_run(&run.id).await.expect("run");
+    assert_eq!(stored.summary.started_by.as_deref(), Some("alice"));
+    assert_eq!(stored.caller, Some(json!({"subject": "alice"})));
+
+    let not_yours = |r: &Result<_, SessionError>| matches!(r, Err(SessionError::NotYours(_)));
+    let input =
+        |who: &Caller| RunRequest::new("approve", json!({"ok": true})).with_caller(who.clone());
+    assert!(not_yours(
+        &engine.continue_session(input(&bob), &id).await.map(|_| ())
+    ));
+    assert!(not_yours(
+        &engine.session("approve", &id, &bob).await.map(|_| ())
+    ));
+    assert!(not_yours(
+        &engine
+            .cancel_session("approve", &id, &bob)
+            .await
+            .map(|_| ())
+    ));
+    // Refused before the tool is checked: another principal learns nothing of the session.
+    assert!(not_yours(
+        &engine.session("steps", &id, &bob).await.map(|_| ())
+    ));
+    assert!(engine.session("approve", &id, &root).await.is_ok());
+    let done = engine
+        .continue_session(input(&alice), &id)
+        .await
+        .expect("the starter continues");
+    assert_eq!(
+        done.output().expect("out").to_json(),
+        json!({"by": "alice", "ok": true})
+    );
+
+    // Started without access control: nobody's, so only an admin's (the open caller is one).
+    let open = engine.run(RunRequest::new("approve", json!({}))).await;
+    let open_id = open.waiting().expect("waits").session_id.clone();
+    assert_eq!(
+        open.waiting().expect("w").suspension.message,
+        json!("approve, anonymous?")
+    );
+    assert!(not_yours(
+        &engine
+            .session("approve", &open_id, &alice)
+            .await
+            .map(|_| ())
+    ));
+    assert!(
+        engine
+            .cancel_session("approve", &open_id, &root)
+            .await
+            .is_ok()
+    );
+    let other = engine.run(start(&bob)).await;
+    let other_id = other.waiting().expect("waits").session_id.clone();
+    assert!(
+        engine
+            .cancel_session("approve", &other_id, &Caller::open())
+            .await
+            .is_ok()
+    );
+}
+
+/// A resumable run restarted after an interruption runs for the caller that started it.
+#[tokio::test]
+async fn a_restarted_run_keeps_the_caller_that_started_it() {
+    let (_dir, store) = sqlite().await;
+    let lease = Lease::new("dead", now_ms() + 60_000);
+    let run = NewRun {
+        id: "r1".into(),
+        tool: "steps".into(),
+        config_version: "v1".into(),
+        args: json!({"n": 4}),
+        started_at: now_ms(),
+        resumable: true,
+        started_by: Some("alice".into()),
+        caller: Some(json!({"subject": "alice"})),
+    };
+    store.create_run(&run, &lease).await.expect("run");
+    store
+        .mark_interrupted(Some("dead"), now_ms())
+        .await
+        .expect("sweep");
+    let (_, engine) = load_str(OWNED);
+    let d = Durability::new(store.clone(), "new".into(), "v1".into(), Default::default());
+    assert!(engine.attach_durability(d).is_ok());
+    let done = engine.resume_interrupted("r1").await.expect("restarts");
+    assert_eq!(
+        done.output().expect("out").to_json(),
+        json!({"n": 5, "by": "alice"})
+    );
 }

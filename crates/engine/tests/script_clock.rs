@@ -49,6 +49,8 @@ async fn resume_crashed(id: &str) -> Value {
         args: args.clone(),
         started_at: STARTED_AT,
         resumable: true,
+        started_by: None,
+        caller: None,
     };
     store.create_run(&run, &lease).await.expect("run");
     let entry = RecordRow {

@@ -86,11 +86,16 @@ impl Limits {
     }
 }
 
+/// The variable (`$caller`) through which expressions read who started the run.
+pub const CALLER: &str = "caller";
+
 /// Everything an evaluation reads.
 pub struct Scope<'a> {
     pub context: &'a Context,
     pub history: &'a dyn HistoryView,
     pub limits: &'a Limits,
+    /// What `$caller` is bound to; `None` leaves it undefined.
+    pub caller: Option<&'a Json>,
 }
 
 impl<'a> Scope<'a> {
@@ -99,6 +104,30 @@ impl<'a> Scope<'a> {
             context,
             history,
             limits,
+            caller: None,
+        }
+    }
+
+    /// The same scope with `$caller` bound to `caller`.
+    pub fn with_caller(self, caller: Option<&'a Json>) -> Self {
+        Scope { caller, ..self }
+    }
+}
+
+/// What an evaluation reads besides its input: the history, the limits, and `$caller`.
+#[derive(Clone, Copy)]
+pub(crate) struct Reads<'a> {
+    pub history: &'a dyn HistoryView,
+    pub limits: &'a Limits,
+    pub caller: Option<&'a Json>,
+}
+
+impl<'a> Reads<'a> {
+    pub(crate) fn of(scope: &Scope<'a>) -> Self {
+        Reads {
+            history: scope.history,
+            limits: scope.limits,
+            caller: scope.caller,
         }
     }
 }
@@ -114,14 +143,21 @@ struct Inner {
     /// As written: its errors and positions are the ones reported.
     expr: Expression,
     plan: Plan,
+    /// Whether it names `$caller`: only then is the caller bound (a copy per evaluation).
+    reads_caller: bool,
 }
 
 impl Jsonata {
     pub fn compile(src: &str) -> Result<Self, ExprError> {
         let expr = Expression::compile(src)?;
         let plan = Plan::new(&expr);
+        let reads_caller = plan::names_variable(&expr, CALLER);
         Ok(Jsonata {
-            inner: Arc::new(Inner { expr, plan }),
+            inner: Arc::new(Inner {
+                expr,
+                plan,
+                reads_caller,
+            }),
         })
     }
 
@@ -134,7 +170,7 @@ impl Jsonata {
     /// `Ok(None)` is JSONata's undefined.
     pub fn evaluate(&self, scope: &Scope<'_>) -> Result<Option<Value>, ExprError> {
         Ok(self
-            .eval(Input::Context(scope.context), scope.history, scope.limits)?
+            .eval(Input::Context(scope.context), Reads::of(scope))?
             .map(Value::from_json))
     }
 
@@ -162,43 +198,39 @@ impl Jsonata {
     pub(crate) fn eval(
         &self,
         input: Input<'_>,
-        history: &dyn HistoryView,
-        limits: &Limits,
+        reads: Reads<'_>,
     ) -> Result<Option<Json>, ExprError> {
+        let Reads {
+            history, limits, ..
+        } = reads;
+        let caller = reads.caller.filter(|_| self.inner.reads_caller);
         match &self.inner.plan {
             Plan::Path(steps) => {
                 if let Some(found) = plan::lookup(input, steps) {
                     return Ok(found.map(plan::as_jsonata));
                 }
-                self.run(
-                    &self.inner.expr,
-                    input,
-                    &history::FUNCTIONS,
-                    history,
-                    limits,
-                )
+                let bindings = with_caller(&history::FUNCTIONS, caller);
+                self.run(&self.inner.expr, input, &bindings, history, limits)
             }
-            Plan::Engine => self.run(
-                &self.inner.expr,
-                input,
-                &history::FUNCTIONS,
-                history,
-                limits,
-            ),
+            Plan::Engine => {
+                let bindings = with_caller(&history::FUNCTIONS, caller);
+                self.run(&self.inner.expr, input, &bindings, history, limits)
+            }
             Plan::Hoisted {
                 expr,
                 calls,
                 replaced,
             } => {
-                let bindings = hoisted_bindings(calls, history);
+                let hoisted = hoisted_bindings(calls, history);
+                let bindings = with_caller(&hoisted, caller);
                 match self.run(expr, input, &bindings, history, limits) {
                     Ok(v) => Ok(v),
                     // An error about a replaced call would show its variable: the expression as
                     // written tells it in the user's terms (evaluation is pure, so it fails
                     // the same way).
                     Err(e) if e.message.contains(plan::HOISTED_PREFIX) => {
-                        let functions = &history::FUNCTIONS;
-                        self.run(&self.inner.expr, input, functions, history, limits)
+                        let functions = with_caller(&history::FUNCTIONS, caller);
+                        self.run(&self.inner.expr, input, &functions, history, limits)
                     }
                     Err(mut e) => {
                         e.position = e.position.map(|p| plan::original_position(replaced, p));
@@ -220,6 +252,18 @@ impl Jsonata {
         limits.run(|options| {
             history::with_history(history, || expr.evaluate_source(&input, bindings, options))
         })
+    }
+}
+
+/// `bindings` with `$caller` bound, when the expression reads it and the scope has one;
+/// otherwise `bindings` themselves (no copy).
+fn with_caller<'b>(
+    bindings: &'b Bindings,
+    caller: Option<&Json>,
+) -> std::borrow::Cow<'b, Bindings> {
+    match caller {
+        Some(caller) => std::borrow::Cow::Owned(bindings.clone().var(CALLER, caller.clone())),
+        None => std::borrow::Cow::Borrowed(bindings),
     }
 }
 

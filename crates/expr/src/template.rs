@@ -3,6 +3,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::input::Input;
+use crate::jsonata::Reads;
 use crate::{ExprError, Jsonata, Scope};
 
 /// mcp node arguments: literal JSON where `{expr: "<string>"}` objects are JSONata.
@@ -122,7 +123,7 @@ fn render(part: &Part, scope: &Scope<'_>) -> Result<Option<Json>, Failure> {
     match part {
         Part::Literal(v) => Ok(Some(v.clone())),
         Part::Expr(e) => e
-            .eval(Input::Context(scope.context), scope.history, scope.limits)
+            .eval(Input::Context(scope.context), Reads::of(scope))
             .map_err(|err| (err, Vec::new())),
         Part::Object(fields) => {
             let mut out = Map::with_capacity(fields.len());

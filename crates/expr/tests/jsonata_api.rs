@@ -191,3 +191,50 @@ fn jsonata_2_features_work_on_the_context() {
     );
     assert_eq!(eval("entry.items[p > 3].q", &ctx), Some(json!(1)));
 }
+
+/// `$caller` is whatever the scope carries, in every kind of expression and plan (a plain
+/// lookup, the engine, a hoisted history call, a JSON Logic `var`, an args template), and
+/// undefined when it carries none; an expression's own `$caller` binding wins.
+#[test]
+fn caller_is_bound_from_the_scope() {
+    use mcpflow_expr::{Logic, Template};
+    let ctx = context(json!({"entry": {"x": 5}}));
+    let mut history = MemoryHistory::new();
+    history.push("entry", Some(Value::from_json(json!({"x": 5}))));
+    let limits = Limits::default();
+    let caller = json!({"subject": "alice", "scopes": ["tools:call"]});
+    let scope = Scope::new(&ctx, &history, &limits).with_caller(Some(&caller));
+    let eval_with = |src: &str, scope: &Scope<'_>| {
+        Jsonata::compile(src)
+            .and_then(|e| e.evaluate(scope))
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
+            .map(|v| v.to_json())
+    };
+    for (src, want) in [
+        ("$caller.subject", json!("alice")),
+        ("$caller", caller.clone()),
+        ("$caller.subject & ':' & entry.x", json!("alice:5")),
+        (
+            "$executionCount('entry') & ' ' & $caller.scopes[0]",
+            json!("1 tools:call"),
+        ),
+        (
+            "( $caller := {'subject': 'own'}; $caller.subject )",
+            json!("own"),
+        ),
+    ] {
+        assert_eq!(eval_with(src, &scope), Some(want), "{src}");
+    }
+    let rule = Logic::compile(&json!({"==": [{"var": "$caller.subject"}, "alice"]})).unwrap();
+    assert_eq!(rule.evaluate(&scope).unwrap(), json!(true));
+    let args = Template::compile(&json!({"user": {"expr": "$caller.subject"}})).unwrap();
+    assert_eq!(args.render(&scope).unwrap(), Some(json!({"user": "alice"})));
+
+    let without = Scope::new(&ctx, &history, &limits);
+    assert_eq!(eval_with("$caller", &without), None);
+    assert_eq!(
+        eval_with("$caller.subject = 'alice'", &without),
+        Some(json!(false))
+    );
+    assert_eq!(rule.evaluate(&without).unwrap(), json!(false));
+}

@@ -54,7 +54,8 @@ impl Gateway {
             &exposed.server,
             Some(&exposed.original),
             client.as_deref(),
-        );
+        )
+        .sent_by(crate::hooks::caller_in(context));
         let arguments = exposed.arguments(request.arguments);
         let era = era.as_ref();
         // Without hooks the forwarded call is not nested inside the hooks' future: every

@@ -42,5 +42,5 @@ mod search;
 
 pub use error::GatewayError;
 pub use gateway::{Gateway, Offer};
-pub use hooks::{Hooks, ToolRunner, Traffic, Verdict};
+pub use hooks::{CallerMetadata, Hooks, ToolRunner, Traffic, Verdict};
 pub use listing::Route;

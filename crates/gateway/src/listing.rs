@@ -10,6 +10,7 @@ use mcpflow_model::proxy::{FailureMode, HookMethod, ProxiedUpstream};
 use rmcp::RoleServer;
 use rmcp::model::Tool;
 use rmcp::service::RequestContext;
+use serde_json::Value;
 
 use crate::error::GatewayError;
 use crate::expose::Exposed;
@@ -120,15 +121,16 @@ impl Gateway {
     ) -> Vec<Tool> {
         let client = client_name(&context.peer);
         let client = client.as_deref();
+        let caller = crate::hooks::caller_in(context);
         let mut out = Box::pin(self.hooks.around_list(
-            Traffic::graph(HookMethod::ToolsList, None, client),
+            Traffic::graph(HookMethod::ToolsList, None, client).sent_by(caller),
             graph_tools,
         ))
         .await;
         if !self.active {
             return out;
         }
-        let proxied = Box::pin(self.proxied_tools(client)).await;
+        let proxied = Box::pin(self.proxied_tools(client, caller)).await;
         match self.tool_search() {
             None => out.extend(proxied.into_iter().map(|(_, tool)| tool)),
             Some(search) => {
@@ -146,14 +148,19 @@ impl Gateway {
 
     /// The proxied tools this client may see, with their upstreams: every upstream's listing
     /// after its `tools/list` hooks, a name taken already left out.
-    pub(crate) async fn proxied_tools(&self, client: Option<&str>) -> Vec<(Arc<str>, Tool)> {
+    pub(crate) async fn proxied_tools(
+        &self,
+        client: Option<&str>,
+        caller: Option<&Value>,
+    ) -> Vec<(Arc<str>, Tool)> {
         let listings = Box::pin(self.list_all()).await;
         let mut seen: HashSet<String> = self.graph_tools.clone();
         let mut out = Vec::new();
         for (server, listing) in listings {
             let Ok(tools) = listing else { continue };
             let tools: Vec<Tool> = tools.iter().map(|t| t.tool.clone()).collect();
-            let traffic = Traffic::proxied(HookMethod::ToolsList, &server, None, client);
+            let traffic =
+                Traffic::proxied(HookMethod::ToolsList, &server, None, client).sent_by(caller);
             for tool in Box::pin(self.hooks.around_list(traffic, tools)).await {
                 if seen.insert(tool.name.to_string()) {
                     out.push((server.clone(), tool));

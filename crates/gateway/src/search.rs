@@ -201,7 +201,8 @@ impl Gateway {
             }
         };
         let client = client_name(&context.peer);
-        let proxied = Box::pin(self.proxied_tools(client.as_deref())).await;
+        let caller = crate::hooks::caller_in(context);
+        let proxied = Box::pin(self.proxied_tools(client.as_deref(), caller)).await;
         let tools: Vec<&(Arc<str>, Tool)> = proxied
             .iter()
             .filter(|(s, _)| server.is_none_or(|wanted| &**s == wanted))

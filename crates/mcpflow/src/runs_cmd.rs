@@ -247,6 +247,9 @@ pub async fn runs(args: RunsArgs) -> ExitCode {
                     run.summary.config_version,
                     run.args
                 );
+                if let Some(by) = &run.summary.started_by {
+                    out.push_str(&format!("started by: {by}\n"));
+                }
                 if let Some(r) = &run.result {
                     out.push_str(&format!("result: {r}\n"));
                 }

@@ -25,6 +25,15 @@ pub struct CallOptions {
     pub(crate) deferred: Option<Arc<crate::session::input::DeferredAsk>>,
     /// Who called (when access control ran): what an unknown tool's error may name.
     pub(crate) principal: Option<mcpflow_auth::Principal>,
+    /// Who the call's run is for (`$caller`, its session's owner); the open caller when no
+    /// access control ran.
+    pub(crate) caller: mcpflow_engine::Caller,
+}
+
+impl CallOptions {
+    pub(crate) fn caller(&self) -> mcpflow_engine::Caller {
+        self.caller.clone()
+    }
 }
 
 impl CallOptions {
@@ -40,6 +49,7 @@ impl CallOptions {
             peer: Some(context.peer.clone()),
             deferred: crate::session::input::deferred_ask(context),
             principal: crate::caller::principal(context),
+            caller: crate::caller::run_caller(context),
         }
     }
 

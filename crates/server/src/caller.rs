@@ -3,7 +3,8 @@
 //! handler; on legacy SSE put on the message itself). `None` means no access control ran
 //! (stdio, in-process): everything is visible, as before `auth:` existed.
 
-use mcpflow_auth::{Principal, Scope};
+use mcpflow_auth::{Principal, Scope, Via};
+use mcpflow_engine::Caller;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
@@ -24,4 +25,70 @@ pub(crate) fn principal(context: &RequestContext<RoleServer>) -> Option<Principa
 /// one of the built-in authoring tools, which need that scope too).
 pub(crate) fn sees(principal: Option<&Principal>, name: &str, authoring: bool) -> bool {
     principal.is_none_or(|p| p.sees(name) && (!authoring || p.allows(Scope::Authoring)))
+}
+
+/// The engine's view of who calls: what `$caller` and hooks read ([`Principal::to_json`]),
+/// whose the run's sessions are, and whether it may act on another's. Without access control
+/// (`None`, or the open principal of a server without `auth:`) the open caller, whose runs
+/// record no one.
+pub fn engine_caller(principal: Option<&Principal>) -> Caller {
+    match principal {
+        Some(p) if p.via() != Via::Open => {
+            Caller::new(p.subject(), p.allows(Scope::Admin), p.to_json())
+        }
+        _ => Caller::open(),
+    }
+}
+
+/// Puts who calls where the gateway's hooks read it (`metadata.caller`): the principal's
+/// JSON, the open caller's without access control. The engine's [`Caller`] goes beside it, so
+/// the call's run reads the same without making it again ([`run_caller`]).
+pub(crate) fn tell_hooks(context: &mut RequestContext<RoleServer>, principal: Option<&Principal>) {
+    let caller = engine_caller(principal);
+    context
+        .extensions
+        .insert(mcpflow_gateway::CallerMetadata(caller.shared_json()));
+    context.extensions.insert(caller);
+}
+
+/// Who a call's run is for: what [`tell_hooks`] put in `context`, else made of the principal.
+pub(crate) fn run_caller(context: &RequestContext<RoleServer>) -> Caller {
+    match context.extensions.get::<Caller>() {
+        Some(caller) => caller.clone(),
+        None => engine_caller(principal(context).as_ref()),
+    }
+}
+
+/// What [`tell_hooks`] put in `context`.
+pub(crate) fn hooks_caller(context: &RequestContext<RoleServer>) -> Option<&serde_json::Value> {
+    context
+        .extensions
+        .get::<mcpflow_gateway::CallerMetadata>()
+        .map(|c| &*c.0)
+}
+
+/// The run API reads who calls as the engine's [`Caller`], put in the request's extensions
+/// here, inside access control (which put the [`Principal`] there).
+pub(crate) async fn for_api(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let caller = engine_caller(request.extensions().get::<Principal>());
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `$caller` of a server without `auth:` is the open principal, as the engine spells it
+    /// when it is given no caller: the two must not drift apart.
+    #[test]
+    fn the_open_principal_reads_as_the_engines_open_caller() {
+        let open = Principal::open();
+        assert_eq!(&open.to_json(), Caller::open().json());
+        assert_eq!(engine_caller(Some(&open)).subject(), None);
+        assert_eq!(engine_caller(None).json(), Caller::open().json());
+    }
 }

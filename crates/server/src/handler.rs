@@ -40,11 +40,12 @@ impl ServerHandler for GraphServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let principal = caller::principal(&context);
+        caller::tell_hooks(&mut context, principal.as_ref());
         // Boxed, like every handler here that awaits hooks or upstreams (see call_tool).
         let mut tools = Box::pin(self.gateway().list_tools(self.tools().to_vec(), &context)).await;
-        let principal = caller::principal(&context);
         if let Some(p) = &principal {
             tools.retain(|t| p.sees(&t.name));
         }
@@ -64,9 +65,10 @@ impl ServerHandler for GraphServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let principal = caller::principal(&context).filter(|p| p.via() != Via::Open);
+        caller::tell_hooks(&mut context, principal.as_ref());
         let Some(principal) = principal else {
             return self.answer_call(request, context, None).await;
         };
@@ -230,9 +232,12 @@ impl GraphServer {
             && authoring.handles(&request.name)
         {
             let arguments = request.arguments.unwrap_or_default();
-            return Ok(Box::pin(authoring.call(&request.name, arguments))
-                .await
-                .into());
+            let caller = caller::run_caller(&context);
+            return Ok(
+                Box::pin(authoring.call_as(&request.name, arguments, caller))
+                    .await
+                    .into(),
+            );
         }
         if !self.owns(&request.name)
             && let Some(route) = self.gateway().route(&request.name).await
@@ -245,7 +250,8 @@ impl GraphServer {
         let options = CallOptions::of(&context);
         let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
         let name = request.name.clone();
-        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref());
+        let traffic = Traffic::graph(HookMethod::ToolsCall, Some(&name), client.as_deref())
+            .sent_by(caller::hooks_caller(&context));
         let hooks = self.gateway().hooks();
         // Without hooks the answer's future is not nested inside the hooks' own: every level
         // of nesting is another copy of it per call.

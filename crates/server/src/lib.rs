@@ -25,6 +25,7 @@ mod session;
 mod stdio;
 
 pub use call_options::CallOptions;
+pub use caller::engine_caller;
 pub use error::ServerError;
 pub use http::{HttpLimits, HttpListener, HttpOptions, ReadinessCheck};
 pub use live::LiveServer;

@@ -273,7 +273,8 @@ impl GraphServer {
                 let request = RunRequest::new(name, args)
                     .with_control(control.clone())
                     .with_events(tx)
-                    .with_asker(ask);
+                    .with_asker(ask)
+                    .with_caller(options.caller());
                 engine.run(request)
             })
             .await;

@@ -76,6 +76,8 @@ fn run(id: String) -> NewRun {
         args: json!({"customer": "c-1042", "items": [{"sku": "A-1", "qty": 2}]}),
         started_at: T0,
         resumable: true,
+        started_by: None,
+        caller: None,
     }
 }
 

@@ -22,6 +22,8 @@
 //!     args: json!({"item": 3}),
 //!     started_at: now_ms(),
 //!     resumable: true,
+//!     started_by: None,
+//!     caller: None,
 //! };
 //! store.create_run(&run, &lease).await?;
 //! // One transaction per run step: what an upstream call returned is committed before the

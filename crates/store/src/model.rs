@@ -117,6 +117,10 @@ pub struct NewRun {
     pub started_at: i64,
     /// Whether the run can wait on its client and be resumed; informational for readers.
     pub resumable: bool,
+    /// The subject of the principal that started it; `None` without access control.
+    pub started_by: Option<String>,
+    /// What its expressions read as `$caller`, kept so that a restarted run sees the same.
+    pub caller: Option<Value>,
 }
 
 /// How a run ended, as its owner reports it.
@@ -149,6 +153,9 @@ pub struct RunSummary {
     pub ended_at: Option<i64>,
     /// The process executing it, while `Running`.
     pub owner: Option<String>,
+    /// The subject of the principal that started it; `None` without access control (or
+    /// before runs recorded it).
+    pub started_by: Option<String>,
 }
 
 /// A run with everything stored about it except its history records.
@@ -164,6 +171,8 @@ pub struct Run {
     pub result: Option<Value>,
     /// Set when `Failed`, `Interrupted` or `Expired`.
     pub error: Option<Value>,
+    /// What its expressions read as `$caller` (see [`NewRun::caller`]).
+    pub caller: Option<Value>,
 }
 
 /// One executed node of a run's history.
@@ -362,6 +371,8 @@ pub struct Session {
     pub expires_at: i64,
     /// The lease owner of the last claim.
     pub claimed_by: Option<String>,
+    /// Who started its run (see [`RunSummary::started_by`]).
+    pub started_by: Option<String>,
 }
 
 impl Session {

@@ -57,6 +57,7 @@ on_both_backends!(
     retention_keeps_the_newest_and_what_is_still_needed,
     config_sources_are_kept,
     footprint_grows_with_data,
+    who_started_a_run_is_kept,
 );
 
 fn record(index: i64, node: &str) -> RecordRow {
@@ -928,5 +929,37 @@ mod scenario {
             .unwrap();
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].run_id, "r7");
+    }
+
+    /// Issue #18: a run records who started it, and its session reads it (the owner check of
+    /// a continue); a run started without access control records nothing.
+    pub async fn who_started_a_run_is_kept(db: &TestDb) {
+        let store = db.open().await;
+        let mut run = new_run("r1", "order", T0);
+        run.started_by = Some("alice".into());
+        run.caller = Some(json!({"subject": "alice", "scopes": ["tools:call"]}));
+        store
+            .create_run(&run, &lease("a", T0 + 30_000))
+            .await
+            .unwrap();
+        let read = store.get_run("r1").await.unwrap();
+        assert_eq!(read.summary.started_by.as_deref(), Some("alice"));
+        assert_eq!(read.caller, run.caller);
+        let session = store
+            .create_session(&new_session("r1", T0 + 10, T0 + 99_000), "a", None)
+            .await
+            .unwrap();
+        assert_eq!(session.started_by.as_deref(), Some("alice"));
+        let again = store.get_session(&session.id).await.unwrap();
+        assert_eq!(again.started_by.as_deref(), Some("alice"));
+
+        let open = waiting_run(&*store, "r2", "a", T0 + 99_000).await;
+        assert_eq!(open.started_by, None);
+        let listed = store.list_runs(&RunFilter::default()).await.unwrap();
+        let by: HashSet<(String, Option<String>)> =
+            listed.into_iter().map(|r| (r.id, r.started_by)).collect();
+        assert!(by.contains(&("r1".into(), Some("alice".into()))), "{by:?}");
+        assert!(by.contains(&("r2".into(), None)), "{by:?}");
+        assert_eq!(store.get_run("r2").await.unwrap().caller, None);
     }
 }

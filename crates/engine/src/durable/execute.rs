@@ -14,6 +14,7 @@ use serde_json::{Value as Json, json};
 
 use super::{Durability, DurableRun, SessionError, error_json, next_after, restore, store_error};
 use crate::Engine;
+use crate::caller::Caller;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
 use crate::frame::Frame;
@@ -75,6 +76,8 @@ impl Engine {
             args: args.clone(),
             started_at: now_ms(),
             resumable: graph.is_resumable(),
+            started_by: request.caller.subject().map(str::to_owned),
+            caller: request.caller.recorded_json(),
         };
         if let Err(e) = durability.store.create_run(&new, &durability.lease()).await {
             return Run::failed(run_id.into(), graph.name(), store_run_error(&e));
@@ -131,7 +134,9 @@ impl Engine {
             run_id: run_id.to_owned(),
             start,
             claim: None,
-            request: RunRequest::new(graph.name(), Json::Null),
+            // Nobody calls: the run goes on for whoever started it.
+            request: RunRequest::new(graph.name(), Json::Null)
+                .with_caller(Caller::recorded(run.summary.started_by, run.caller)),
         };
         Ok(self.execute_durable(durability, execution).await)
     }
@@ -194,6 +199,7 @@ impl Engine {
             Some(&durable),
             Instant::now(),
             AtomicU64::new(executed),
+            &request.caller,
         );
         let exec = Executor::top(&shared, graph);
         let (chain, history) = match resumed {

@@ -215,7 +215,13 @@ impl Durability {
     /// durability shape). A store that is unavailable (full disk, restarting database) is
     /// tried again for [`RECORD_RETRY_FOR`]; a record given up is logged as an error and
     /// counted ([`Durability::unrecorded_runs`]), never dropped quietly.
-    pub(crate) fn save_plain(&self, graph: &Graph, args: Json, started_at: i64, run: &Run) {
+    pub(crate) fn save_plain(
+        &self,
+        graph: &Graph,
+        (args, started_at): (Json, i64),
+        caller: &crate::caller::Caller,
+        run: &Run,
+    ) {
         let new = NewRun {
             id: run.id.to_string(),
             tool: graph.name().to_owned(),
@@ -223,6 +229,8 @@ impl Durability {
             args,
             started_at,
             resumable: false,
+            started_by: caller.subject().map(str::to_owned),
+            caller: caller.recorded_json(),
         };
         let rows: Vec<RecordRow> = run.history.records().iter().map(to_row).collect();
         let end = match (run.output(), run.error()) {
@@ -382,6 +390,7 @@ impl Engine {
         durable: Option<&'a DurableRun>,
         started: Instant,
         executed: AtomicU64,
+        caller: &'a crate::caller::Caller,
     ) -> Shared<'a> {
         Shared {
             graphs: &self.inner.graphs,
@@ -393,6 +402,7 @@ impl Engine {
             started,
             executed,
             durable,
+            caller,
         }
     }
 }

@@ -9,6 +9,7 @@ use mcpflow_store::{Session, SessionStatus, StoreError, now_ms};
 use super::execute::{Claim, Execution, Start};
 use super::{Durability, restore};
 use crate::Engine;
+use crate::caller::Caller;
 use crate::request::RunRequest;
 use crate::run::Run;
 
@@ -52,6 +53,12 @@ pub enum SessionError {
          unchanged and still waiting", .errors.join("; ")
     )]
     InvalidInput { node: String, errors: Vec<String> },
+    /// Another principal's session: nothing of it is told, not even its tool.
+    #[error(
+        "session {0:?} was started by another principal: only the principal that started it, \
+         or one with the `admin` scope, may continue, read or cancel it"
+    )]
+    NotYours(String),
     #[error("this server keeps no sessions: no store is configured")]
     NoStore,
     #[error("{0}")]
@@ -60,7 +67,8 @@ pub enum SessionError {
 
 impl Engine {
     /// Continues the session `session_id` of `request.tool` with the client's input
-    /// (`request.args`): validated against the await node's schema (a rejected input leaves
+    /// (`request.args`), for `request.caller`, who must be the principal that started it or an
+    /// admin (the run goes on as the continuing caller's: `$caller` is who continues): validated against the await node's schema (a rejected input leaves
     /// the session waiting), claimed (of concurrent continues exactly one wins), recorded as
     /// the await node's output, and the run goes on to its next wait or its end.
     pub async fn continue_session(
@@ -69,12 +77,17 @@ impl Engine {
         session_id: &str,
     ) -> Result<Run, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
-        if let Some(older) = self.engine_of_session(&request.tool, session_id).await? {
+        if let Some(older) = self
+            .engine_of_session(&request.tool, session_id, &request.caller)
+            .await?
+        {
             return Box::pin(older.continue_session(request, session_id)).await;
         }
         let input = std::mem::take(&mut request.args);
         let tool = request.tool.as_str();
-        let session = self.live_session(durability, tool, session_id).await?;
+        let session = self
+            .live_session(durability, tool, session_id, &request.caller)
+            .await?;
         let graph = self
             .graph(tool)
             .ok_or_else(|| SessionError::Unknown(session_id.to_owned()))?;
@@ -139,11 +152,12 @@ impl Engine {
         &self,
         tool: &str,
         session_id: &str,
+        caller: &Caller,
     ) -> Result<Option<Engine>, SessionError> {
         let Some(durability) = self.durability() else {
             return Ok(None);
         };
-        let session = self.session(tool, session_id).await?;
+        let session = self.session(tool, session_id, caller).await?;
         if session.config_version == durability.config_version {
             return Ok(None);
         }
@@ -156,8 +170,9 @@ impl Engine {
         durability: &Durability,
         tool: &str,
         session_id: &str,
+        caller: &Caller,
     ) -> Result<Session, SessionError> {
-        let session = self.session(tool, session_id).await?;
+        let session = self.session(tool, session_id, caller).await?;
         match session.status {
             SessionStatus::Waiting if now_ms() < session.expires_at => {}
             SessionStatus::Waiting | SessionStatus::Expired => {
@@ -184,8 +199,15 @@ impl Engine {
         Ok(session)
     }
 
-    /// The session `session_id`, checked to belong to `tool`.
-    pub async fn session(&self, tool: &str, session_id: &str) -> Result<Session, SessionError> {
+    /// The session `session_id`, checked to be one `caller` may act on (see
+    /// [`Caller::may_act_for`]) and to belong to `tool`, in that order: another principal's
+    /// session is refused before anything of it is told.
+    pub async fn session(
+        &self,
+        tool: &str,
+        session_id: &str,
+        caller: &Caller,
+    ) -> Result<Session, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
         let session = durability
             .store
@@ -195,6 +217,9 @@ impl Engine {
                 StoreError::NotFound { .. } => SessionError::Unknown(session_id.to_owned()),
                 other => other.into(),
             })?;
+        if !caller.may_act_for(session.started_by.as_deref()) {
+            return Err(SessionError::NotYours(session.id));
+        }
         if session.tool != tool {
             return Err(SessionError::WrongTool {
                 id: session.id,
@@ -204,14 +229,16 @@ impl Engine {
         Ok(session)
     }
 
-    /// Cancels a waiting session of `tool` and its run.
+    /// Cancels a waiting session of `tool` and its run, for `caller` (who must be allowed to:
+    /// see [`Engine::session`]).
     pub async fn cancel_session(
         &self,
         tool: &str,
         session_id: &str,
+        caller: &Caller,
     ) -> Result<Session, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
-        let session = self.session(tool, session_id).await?;
+        let session = self.session(tool, session_id, caller).await?;
         match session.status {
             SessionStatus::Waiting => {}
             SessionStatus::Claimed => return Err(SessionError::Busy(session.id)),

@@ -158,6 +158,18 @@ pub(super) fn as_jsonata(json: &Json) -> Json {
     }
 }
 
+/// Whether the expression reads the variable `$name` anywhere (a binding of its own of the
+/// same name included: binding ours as well changes nothing then).
+pub(super) fn names_variable(expr: &Expression, name: &str) -> bool {
+    let mut found = false;
+    expr.ast().root.walk(&mut |node| {
+        if matches!(&node.kind, NodeKind::Variable { name: n } if n == name) {
+            found = true;
+        }
+    });
+    found
+}
+
 /// Rewrites the calls of history functions whose arguments are literals into variables.
 fn hoist(expr: &Expression) -> Option<Plan> {
     let root = &expr.ast().root;

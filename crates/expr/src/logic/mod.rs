@@ -29,7 +29,8 @@ use serde_json::Value as Json;
 
 pub use js::{js_truthy, logic_truthy};
 
-use crate::{Context, ExprError, HistoryView, Jsonata, Limits, Scope};
+use crate::jsonata::Reads;
+use crate::{Context, ExprError, Jsonata, Limits, Scope};
 use ops::Op;
 
 /// Truthiness of a switch rule's result: JavaScript's ([`js_truthy`]), because mcpGraph
@@ -82,8 +83,7 @@ impl Logic {
     /// history functions. An undefined result is `null`.
     pub fn evaluate(&self, scope: &Scope<'_>) -> Result<Json, ExprError> {
         let env = Env {
-            history: scope.history,
-            limits: scope.limits,
+            reads: Reads::of(scope),
         };
         Ok(env
             .eval(&self.root, Data::Context(scope.context))?
@@ -96,8 +96,11 @@ impl Logic {
     pub fn evaluate_json(&self, data: &Json) -> Result<Json, ExprError> {
         let limits = Limits::default();
         let env = Env {
-            history: &crate::NoHistory,
-            limits: &limits,
+            reads: Reads {
+                history: &crate::NoHistory,
+                limits: &limits,
+                caller: None,
+            },
         };
         Ok(env
             .eval(&self.root, Data::Json(data))?
@@ -252,8 +255,7 @@ fn step<'j>(v: &'j Json, key: &str) -> Option<&'j Json> {
 }
 
 struct Env<'s> {
-    history: &'s dyn HistoryView,
-    limits: &'s Limits,
+    reads: Reads<'s>,
 }
 
 impl Env<'_> {
@@ -273,7 +275,7 @@ impl Env<'_> {
                     Data::Context(ctx) => crate::input::Input::Context(ctx),
                     Data::Json(j) => crate::input::Input::Json(j),
                 };
-                let value = expr.eval(input, self.history, self.limits)?;
+                let value = expr.eval(input, self.reads)?;
                 match default {
                     Some(d) if value.as_ref().is_none_or(Json::is_null) => self.eval(d, data),
                     _ => Ok(value),

@@ -3,7 +3,8 @@
 //! hooks that opt in (`appliesTo: graph` or `all`, see [`graph`]).
 //!
 //! A hook is called with `{request: {method, params}, response?, metadata: {clientId,
-//! serverName, toolName, hookId}}` and answers with one of:
+//! serverName, toolName, hookId, caller}}` (`caller`: who sent the request, as a graph's
+//! expressions read `$caller`; see [`CallerMetadata`]) and answers with one of:
 //! - nothing (`undefined` or `null`): the traffic goes on unchanged;
 //! - `{reject: "message"}`: the request fails and the client reads the message;
 //! - the object it was given, changed: a `pre` hook's `request.params` replace the request's
@@ -110,6 +111,20 @@ pub(super) enum Body {
     },
 }
 
+/// Who sent a request, as hooks read it in `metadata.caller`: the principal's subject, how it
+/// was established, key name, scopes and chosen claims (`mcpflow_auth::Principal::to_json`;
+/// never a key or a token). The server puts it in the request's extensions; the gateway knows
+/// no credentials.
+#[derive(Debug, Clone)]
+pub struct CallerMetadata(pub Arc<Value>);
+
+/// The caller the server put in `context`'s extensions, if any.
+pub(crate) fn caller_in(
+    context: &rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Option<&Value> {
+    context.extensions.get::<CallerMetadata>().map(|c| &*c.0)
+}
+
 /// Traffic as the matcher and the context see it: proxied (with its upstream) or to a graph
 /// tool (no upstream).
 #[derive(Debug, Clone, Copy)]
@@ -118,6 +133,7 @@ pub struct Traffic<'a> {
     server: Option<&'a str>,
     tool: Option<&'a str>,
     client: Option<&'a str>,
+    caller: Option<&'a Value>,
 }
 
 impl<'a> Traffic<'a> {
@@ -135,6 +151,7 @@ impl<'a> Traffic<'a> {
             server: Some(server),
             tool,
             client,
+            caller: None,
         }
     }
 
@@ -145,7 +162,13 @@ impl<'a> Traffic<'a> {
             server: None,
             tool,
             client,
+            caller: None,
         }
+    }
+
+    /// The same traffic, sent by `caller` (`metadata.caller`; `null` when `None`).
+    pub fn sent_by(self, caller: Option<&'a Value>) -> Self {
+        Traffic { caller, ..self }
     }
 }
 
@@ -400,6 +423,7 @@ fn context(target: &Traffic<'_>, hook: &str, params: &Value, response: Option<&V
             "serverName": target.server,
             "toolName": target.tool,
             "hookId": hook,
+            "caller": target.caller,
         }),
     );
     Value::Object(ctx)

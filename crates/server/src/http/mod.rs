@@ -211,7 +211,10 @@ impl HttpListener {
             .route("/message", post(sse::post))
             .with_state(legacy);
         if let Some(api) = &options.api {
-            protocol = protocol.merge(api.router());
+            protocol = protocol.merge(
+                api.router()
+                    .layer(axum::middleware::from_fn(crate::caller::for_api)),
+            );
         }
         let ready = stopping.clone();
         let readiness = options.readiness.clone();

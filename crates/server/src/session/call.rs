@@ -21,8 +21,9 @@ impl GraphServer {
             Err(result) => return Called::Answer(result),
         };
         let engine = self.engine();
+        let caller = options.caller();
         if c.kind != CompanionKind::Continue {
-            return Called::Answer(session::inspect(engine, c, &args.session_id).await);
+            return Called::Answer(session::inspect(engine, c, &args.session_id, &caller).await);
         }
         let input = args.input.unwrap_or(Value::Null);
         let control = Control::new();
@@ -33,7 +34,8 @@ impl GraphServer {
                 let request = RunRequest::new(c.tool.as_str(), input)
                     .with_control(control.clone())
                     .with_events(tx)
-                    .with_asker(ask);
+                    .with_asker(ask)
+                    .with_caller(caller);
                 engine.continue_session(request, session_id)
             })
             .await;

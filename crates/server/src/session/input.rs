@@ -150,13 +150,19 @@ impl GraphServer {
             .and_then(|r| r.get(INPUT_KEY));
         let Some(answer) = answer else {
             // Nothing answered: ask again what the session waits for.
-            return Some(match engine.session(name, &session_id).await {
-                Ok(s) => match input_required(&session_id, &s.state["message"], &s.input_schema) {
-                    Some(asking) => asking.into(),
-                    None => CallToolResult::structured(crate::session::session_json(&s)).into(),
+            return Some(
+                match engine.session(name, &session_id, &options.caller()).await {
+                    Ok(s) => {
+                        match input_required(&session_id, &s.state["message"], &s.input_schema) {
+                            Some(asking) => asking.into(),
+                            None => {
+                                CallToolResult::structured(crate::session::session_json(&s)).into()
+                            }
+                        }
+                    }
+                    Err(e) => tool_error(e.to_string()),
                 },
-                Err(e) => tool_error(e.to_string()),
-            });
+            );
         };
         let action = answer.get("action").and_then(Value::as_str);
         let input = match action {
@@ -167,13 +173,16 @@ impl GraphServer {
                 } else {
                     "cancelled"
                 };
-                return Some(match engine.cancel_session(name, &session_id).await {
-                    Ok(_) => tool_error(format!(
-                        "the client {how} the request for input; session {session_id} is \
+                let caller = options.caller();
+                return Some(
+                    match engine.cancel_session(name, &session_id, &caller).await {
+                        Ok(_) => tool_error(format!(
+                            "the client {how} the request for input; session {session_id} is \
                          cancelled"
-                    )),
-                    Err(e) => tool_error(e.to_string()),
-                });
+                        )),
+                        Err(e) => tool_error(e.to_string()),
+                    },
+                );
             }
             _ => {
                 return Some(tool_error(format!(

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpflow_engine::{Answer, Ask, Engine, SessionError, Waiting};
+use mcpflow_engine::{Answer, Ask, Caller, Engine, SessionError, Waiting};
 use mcpflow_store::Session;
 use rmcp::RoleServer;
 use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, Tool};
@@ -237,11 +237,16 @@ pub(crate) fn parse_args(
     Ok(CompanionArgs { session_id, input })
 }
 
-/// `NAME_status` or `NAME_cancel`.
-pub(crate) async fn inspect(engine: &Engine, c: &Companion, session_id: &str) -> CallToolResult {
+/// `NAME_status` or `NAME_cancel`, for `caller` (another principal's session is refused).
+pub(crate) async fn inspect(
+    engine: &Engine,
+    c: &Companion,
+    session_id: &str,
+    caller: &Caller,
+) -> CallToolResult {
     let result = match c.kind {
-        CompanionKind::Cancel => engine.cancel_session(&c.tool, session_id).await,
-        _ => engine.session(&c.tool, session_id).await,
+        CompanionKind::Cancel => engine.cancel_session(&c.tool, session_id, caller).await,
+        _ => engine.session(&c.tool, session_id, caller).await,
     };
     match result {
         Ok(s) => CallToolResult::structured(session_json(&s)),

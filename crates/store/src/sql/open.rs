@@ -27,6 +27,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "runs_by_end",
         include_str!("../../migrations/sqlite/0002_runs_by_end.sql"),
     ),
+    (
+        3,
+        "started_by",
+        include_str!("../../migrations/sqlite/0003_started_by.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -38,6 +43,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "runs_by_end",
         include_str!("../../migrations/postgres/0002_runs_by_end.sql"),
+    ),
+    (
+        3,
+        "started_by",
+        include_str!("../../migrations/postgres/0003_started_by.sql"),
     ),
 ];
 

@@ -9,15 +9,15 @@ use crate::StoreError;
 use crate::model::{RecordRow, Run, RunSummary, Session};
 
 pub(super) const RUN_SUMMARY_COLUMNS: &str =
-    "id, tool, config_version, status, started_at, ended_at, owner";
+    "id, tool, config_version, status, started_at, ended_at, owner, started_by";
 pub(super) const RUN_COLUMNS: &str = "id, tool, config_version, status, started_at, ended_at, \
-     owner, args, resumable, lease_until, result, error";
+     owner, started_by, args, resumable, lease_until, result, error, caller";
 pub(super) const RECORD_COLUMNS: &str =
     "idx, node_id, node_type, start_ms, end_ms, input, output, error, parent";
 /// Sessions are read joined with their run (`s`, `r`) for the tool and config version.
 pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.run_id, r.tool, r.config_version, \
      s.node_id, s.status, s.version, s.state, s.input_schema, s.created_at, s.updated_at, \
-     s.expires_at, s.claimed_by FROM sessions s JOIN runs r ON r.id = s.run_id";
+     s.expires_at, s.claimed_by, r.started_by FROM sessions s JOIN runs r ON r.id = s.run_id";
 
 pub(super) fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T, StoreError>
 where
@@ -57,6 +57,7 @@ pub(super) fn run_summary(row: &AnyRow) -> Result<RunSummary, StoreError> {
         started_at: get(row, "started_at")?,
         ended_at: get(row, "ended_at")?,
         owner: get(row, "owner")?,
+        started_by: get(row, "started_by")?,
     })
 }
 
@@ -68,6 +69,7 @@ pub(super) fn run(row: &AnyRow) -> Result<Run, StoreError> {
         lease_until: get(row, "lease_until")?,
         result: opt_json(row, "result")?,
         error: opt_json(row, "error")?,
+        caller: opt_json(row, "caller")?,
     })
 }
 
@@ -100,5 +102,6 @@ pub(super) fn session(row: &AnyRow) -> Result<Session, StoreError> {
         updated_at: get(row, "updated_at")?,
         expires_at: get(row, "expires_at")?,
         claimed_by: get(row, "claimed_by")?,
+        started_by: get(row, "started_by")?,
     })
 }

@@ -37,8 +37,8 @@ impl SqlStore {
         };
         sqlx::query(
             "INSERT INTO runs (id, tool, config_version, args, resumable, status, owner, \
-             lease_until, started_at, ended_at, result, error) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             lease_until, started_at, ended_at, result, error, started_by, caller) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&run.id)
         .bind(&run.tool)
@@ -52,6 +52,8 @@ impl SqlStore {
         .bind(end.map(|(_, at)| at))
         .bind(result)
         .bind(error)
+        .bind(run.started_by.as_deref())
+        .bind(rows::opt_text(run.caller.as_ref()))
         .execute(&mut **tx)
         .await
         .map_err(|e| {

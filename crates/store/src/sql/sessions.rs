@@ -27,7 +27,8 @@ impl SqlStore {
         let mut tx = self.begin().await?;
         let run = sqlx::query(
             "UPDATE runs SET status = 'waiting', owner = NULL, lease_until = NULL \
-             WHERE id = $1 AND status = 'running' AND owner = $2 RETURNING tool, config_version",
+             WHERE id = $1 AND status = 'running' AND owner = $2 \
+             RETURNING tool, config_version, started_by",
         )
         .bind(&new.run_id)
         .bind(owner)
@@ -88,6 +89,7 @@ impl SqlStore {
             updated_at: new.created_at,
             expires_at: new.expires_at,
             claimed_by: None,
+            started_by: get(&run, "started_by")?,
         })
     }
 

@@ -106,6 +106,8 @@ pub fn new_run(id: &str, tool: &str, started_at: i64) -> NewRun {
         args: json!({"n": 3, "b": {"z": 1, "a": 2}}),
         started_at,
         resumable: true,
+        started_by: None,
+        caller: None,
     }
 }
 
