@@ -10,6 +10,10 @@ use serde_json::json;
 
 use crate::http::json_response;
 
+/// `Retry-After` of a 429; the same as `mcpflow_auth::RUNS_RETRY_AFTER_SECONDS` (this crate
+/// does not depend on access control).
+const RUNS_RETRY_AFTER_SECONDS: u64 = 1;
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -50,6 +54,12 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
 
+    /// 429: the caller has as many runs in flight as it may (`maxConcurrentRuns`, issue #18);
+    /// answered with `Retry-After`, as access control answers such an MCP call.
+    pub fn too_many_runs(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "too_many_runs", message)
+    }
+
     pub fn unknown_run(id: &str) -> Self {
         Self::not_found(format!(
             "no run {id:?}: it never existed here, or it was purged (GET /api/runs lists them)"
@@ -81,6 +91,7 @@ impl From<SessionError> for ApiError {
             | SessionError::Busy(_)
             | SessionError::ConfigChanged { .. } => ApiError::conflict(message),
             SessionError::NotYours(_) => ApiError::forbidden(message),
+            SessionError::TooManyRuns(_) => ApiError::too_many_runs(message),
             SessionError::Store(_) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store", message)
             }
@@ -95,7 +106,15 @@ impl IntoResponse for ApiError {
             error["expressionCode"] = json!(code);
             error["position"] = json!(position);
         }
-        json_response(self.status, &json!({ "error": error }))
+        let mut response = json_response(self.status, &json!({ "error": error }));
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            // When a run ends is unknown: a second, as `mcpflow_auth` says for MCP calls.
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(RUNS_RETRY_AFTER_SECONDS),
+            );
+        }
+        response
     }
 }
 

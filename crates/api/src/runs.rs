@@ -435,12 +435,17 @@ async fn start_run(api: &Api, body: &[u8], caller: Caller) -> Result<Json, ApiEr
         }
         Some(_) => return Err(ApiError::bad_request("`debug` must be an object")),
     }
+    // Taken here, not in the spawned run, so a refusal is this request's 429.
+    let slot = caller
+        .admit()
+        .map_err(|busy| ApiError::too_many_runs(busy.to_string()))?;
     let tx = api.registry().starting();
     let mut handle = engine.spawn(
         RunRequest::new(tool.clone(), args)
             .with_control(control.clone())
             .with_events(Some(tx.clone()))
-            .with_caller(caller),
+            .with_caller(caller)
+            .with_slot(slot),
     );
     let mut rx = handle.events();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();

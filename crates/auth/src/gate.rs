@@ -1,13 +1,15 @@
 //! [`Auth`]: the `auth:` section made ready: who a credential belongs to, and what a
 //! request without one may do.
 
+use std::sync::Arc;
+
 use mcpflow_model::auth::{AuthConfig, RateLimit, Scope};
 
 use crate::endpoints::MCP_SCOPES;
 use crate::error::ConfigError;
 use crate::jwt::JwtVerifier;
 use crate::keys::KeyStore;
-use crate::limits::Limiter;
+use crate::limits::{Limiter, RunQuota, Runs};
 use crate::principal::Principal;
 use crate::scopes::Scopes;
 
@@ -30,6 +32,8 @@ pub struct Auth {
     server_name: String,
     rate_limit: Option<RateLimit>,
     limiter: Limiter,
+    max_concurrent_runs: Option<u32>,
+    runs: Arc<Runs>,
     /// The one principal of a server without `auth:`, shared by every request.
     open: Principal,
 }
@@ -57,6 +61,8 @@ impl Auth {
             server_name: String::new(),
             rate_limit: None,
             limiter: Limiter::default(),
+            max_concurrent_runs: None,
+            runs: Arc::default(),
             open: Principal::open(),
         }
     }
@@ -84,6 +90,8 @@ impl Auth {
             server_name: server_name.to_owned(),
             rate_limit: config.rate_limit,
             limiter: Limiter::default(),
+            max_concurrent_runs: config.max_concurrent_runs,
+            runs: Arc::default(),
             open: Principal::open(),
         })
     }
@@ -110,11 +118,22 @@ impl Auth {
         &self.server_name
     }
 
-    /// Who `credential` (a key or a JWT; `None` when the request carries none) is.
+    /// Who `credential` (a key or a JWT; `None` when the request carries none) is, with its
+    /// limit of runs in flight.
     pub async fn authenticate(&self, credential: Option<&str>) -> Result<Principal, Refusal> {
         if !self.enforced {
             return Ok(self.open.clone());
         }
+        let principal = self.identify(credential).await?;
+        let max = principal
+            .key()
+            .and_then(|k| self.keys.max_concurrent_runs(k))
+            .or(self.max_concurrent_runs);
+        let quota = max.map(|max| RunQuota::new(self.runs.clone(), principal.subject(), max));
+        Ok(principal.with_run_quota(quota))
+    }
+
+    async fn identify(&self, credential: Option<&str>) -> Result<Principal, Refusal> {
         let Some(credential) = credential.map(str::trim).filter(|c| !c.is_empty()) else {
             return Ok(Principal::anonymous(self.anonymous));
         };

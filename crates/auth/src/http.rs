@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::endpoints::{Access, access, method_scope};
 use crate::gate::{Auth, Refusal};
+use crate::limits::{RUNS_RETRY_AFTER_SECONDS, RunQuota};
 use crate::principal::Principal;
 
 /// Where the metadata lives, relative to the server's origin, for the resource `/mcp`.
@@ -51,6 +52,7 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
         Ok(p) => p,
         Err(refusal) => return refuse(&auth, request.headers(), mcp, refusal),
     };
+    let mut calls = false;
     let (request, checked) = match needs {
         Access::Public => unreachable_public(request),
         Access::Scope(scope) => {
@@ -72,7 +74,9 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
                     );
                 }
             };
-            let checked = methods(&bytes)
+            let methods = methods(&bytes);
+            calls = methods.iter().any(|m| m == "tools/call");
+            let checked = methods
                 .into_iter()
                 .try_for_each(|m| match method_scope(&m) {
                     Some(scope) => auth.check(&principal, scope),
@@ -102,6 +106,18 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
+    // A call while the caller has all the runs it may is refused here, where the status can
+    // still be 429: behind rmcp the answer is a JSON-RPC message inside a 200. The run itself
+    // takes its slot in the engine (`Caller::admit`), which a call racing this check meets.
+    // Proxied tools run no graph and take no slot, but the body is not read this far, so a
+    // call of one waits with the rest; the per-second limit is what bounds them.
+    if calls && principal.run_quota().is_some_and(RunQuota::is_full) {
+        tracing::debug!(
+            subject = principal.subject(),
+            "concurrent runs limit reached"
+        );
+        return too_many_runs(mcp);
+    }
     let mut request = request;
     // The credential stops here: nothing behind this layer (rmcp's request parts, hooks, a
     // log line of the request) can read, forward or print it.
@@ -109,6 +125,22 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
     request.headers_mut().remove("x-api-key");
     request.extensions_mut().insert(principal);
     next.run(request).await
+}
+
+/// 429 for a caller with as many runs in flight as it may have; the run API answers the same
+/// when it refuses a run itself.
+pub fn too_many_runs(mcp: bool) -> Response {
+    let mut response = refusal_body(
+        StatusCode::TOO_MANY_REQUESTS,
+        mcp,
+        "too_many_runs",
+        "too many runs in flight for this caller (maxConcurrentRuns); retry when one has ended",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(RUNS_RETRY_AFTER_SECONDS),
+    );
+    response
 }
 
 /// `Access::Public` returned before a credential is read; kept total without a panic.

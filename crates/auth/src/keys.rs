@@ -66,6 +66,7 @@ struct StoredKey {
     scopes: Scopes,
     tools: ToolGlobs,
     rate_limit: Option<RateLimit>,
+    max_concurrent_runs: Option<u32>,
 }
 
 /// The configured keys. Its `Debug` shows names only.
@@ -134,6 +135,7 @@ impl KeyStore {
                     .as_ref()
                     .map_or(ToolGlobs::All, |g| ToolGlobs::only(g.iter().cloned())),
                 rate_limit: k.rate_limit,
+                max_concurrent_runs: k.max_concurrent_runs,
             });
         }
         Ok(KeyStore { keys: stored })
@@ -149,6 +151,14 @@ impl KeyStore {
             .iter()
             .find(|k| k.name == name)
             .and_then(|k| k.rate_limit)
+    }
+
+    /// The key's own limit of runs in flight, if it has one.
+    pub fn max_concurrent_runs(&self, name: &str) -> Option<u32> {
+        self.keys
+            .iter()
+            .find(|k| k.name == name)
+            .and_then(|k| k.max_concurrent_runs)
     }
 
     /// The principal of `presented`, if it is one of the keys. Every key is compared, in
@@ -199,6 +209,7 @@ mod tests {
             scopes: vec![Scope::ToolsList],
             tools: Some(vec!["echo*".into()]),
             rate_limit: None,
+            max_concurrent_runs: None,
         }
     }
 

@@ -30,6 +30,7 @@ pub use error::ConfigError;
 pub use gate::{Auth, Refusal};
 pub use jwt::{JwtVerifier, TokenRefusal};
 pub use keys::{KEY_PREFIX, KeyStore, NewKey, new_key};
+pub use limits::{RUNS_RETRY_AFTER_SECONDS, RunQuota, RunSlot};
 pub use mcpflow_model::auth::{AuthConfig, RateLimit, Scope};
 pub use principal::{Principal, Via};
 pub use scopes::Scopes;

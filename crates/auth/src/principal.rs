@@ -5,6 +5,7 @@ use std::sync::Arc;
 use mcpflow_model::auth::Scope;
 use serde_json::{Map, Value, json};
 
+use crate::limits::RunQuota;
 use crate::scopes::Scopes;
 use crate::tools::ToolGlobs;
 
@@ -23,6 +24,8 @@ pub enum Via {
 #[derive(Debug, Clone)]
 pub struct Principal {
     inner: Arc<Inner>,
+    /// Its limit of runs in flight (`maxConcurrentRuns`), set by [`crate::Auth`].
+    runs: Option<RunQuota>,
 }
 
 #[derive(Debug)]
@@ -64,7 +67,19 @@ impl Principal {
                 tools,
                 claims,
             }),
+            runs: None,
         }
+    }
+
+    pub(crate) fn with_run_quota(mut self, quota: Option<RunQuota>) -> Principal {
+        self.runs = quota;
+        self
+    }
+
+    /// How many graph runs this principal may have in flight, and how many it has; `None`:
+    /// no limit.
+    pub fn run_quota(&self) -> Option<&RunQuota> {
+        self.runs.as_ref()
     }
 
     /// Everyone, with every scope: a server without `auth:`.

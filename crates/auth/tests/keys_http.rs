@@ -35,6 +35,7 @@ fn key(name: &str, hash: &str, scopes: &[Scope], rate_limit: Option<RateLimit>) 
         scopes: scopes.to_vec(),
         tools: None,
         rate_limit,
+        max_concurrent_runs: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! or cancelled only by a caller that [`may_act_for`](Caller::may_act_for) it. The engine knows
 //! no credentials: the server makes a `Caller` of the request's principal.
 
+use std::fmt;
 use std::sync::{Arc, LazyLock};
 
 use serde_json::{Value as Json, json};
@@ -16,6 +17,42 @@ pub struct Caller {
     admin: bool,
     /// What expressions read as `$caller`.
     json: Arc<Json>,
+    /// How many runs this caller may have in flight (issue #18); `None`: no limit.
+    runs: Option<Arc<dyn RunLimit>>,
+}
+
+/// The counter of a caller's runs in flight, which the server keeps per principal (it outlives
+/// any one engine: a reload must not reset it). The engine takes a slot when a run starts or a
+/// session is continued, and drops it when the run ends or waits for its client.
+pub trait RunLimit: Send + Sync + fmt::Debug {
+    /// A slot, counted until it is dropped; `None` when the caller has all it may have.
+    fn take(&self) -> Option<Box<dyn Send + Sync>>;
+    /// What a refusal tells the client.
+    fn max(&self) -> u32;
+}
+
+/// One run's place in its caller's [`RunLimit`], given back when dropped: whatever way the
+/// run ends (finished, waiting, cancelled, its future dropped with a disconnected client).
+#[must_use = "the slot is given back when dropped"]
+pub struct RunSlot(#[allow(dead_code)] Option<Box<dyn Send + Sync>>);
+
+impl fmt::Debug for RunSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RunSlot(counted)"
+        } else {
+            "RunSlot(unlimited)"
+        })
+    }
+}
+
+/// A caller with as many runs in flight as it may have.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "too many runs in flight for this caller (at most {max} at once); retry when one of them has ended"
+)]
+pub struct TooManyRuns {
+    pub max: u32,
 }
 
 /// `$caller` without access control (no `auth:`, stdio without `MCPFLOW_TOKEN`, the CLI): the
@@ -43,6 +80,24 @@ impl Caller {
             subject: Some(subject.into()),
             admin,
             json: Arc::new(json),
+            runs: None,
+        }
+    }
+
+    /// This caller's runs in flight are counted, and refused past the limit.
+    pub fn with_run_limit(mut self, limit: Arc<dyn RunLimit>) -> Caller {
+        self.runs = Some(limit);
+        self
+    }
+
+    /// A slot for one more run of this caller (always one without a limit).
+    pub fn admit(&self) -> Result<RunSlot, TooManyRuns> {
+        match &self.runs {
+            None => Ok(RunSlot(None)),
+            Some(limit) => limit
+                .take()
+                .map(|slot| RunSlot(Some(slot)))
+                .ok_or(TooManyRuns { max: limit.max() }),
         }
     }
 
@@ -53,6 +108,7 @@ impl Caller {
             subject: None,
             admin: true,
             json: OPEN.clone(),
+            runs: None,
         }
     }
 
@@ -66,6 +122,8 @@ impl Caller {
                 json: Arc::new(json.unwrap_or_else(|| json!({"subject": subject}))),
                 subject: Some(subject.into()),
                 admin: false,
+                // A run the engine restarts on its own is no client's request to refuse.
+                runs: None,
             },
         }
     }
@@ -105,7 +163,52 @@ impl Caller {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::*;
+
+    /// A limit of one, counted in an atomic the slot gives back when dropped.
+    #[derive(Debug, Default)]
+    struct One(Arc<AtomicU32>);
+
+    struct Held(Arc<AtomicU32>);
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl RunLimit for One {
+        fn take(&self) -> Option<Box<dyn Send + Sync>> {
+            self.0
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .ok()
+                .map(|_| Box::new(Held(self.0.clone())) as Box<dyn Send + Sync>)
+        }
+
+        fn max(&self) -> u32 {
+            1
+        }
+    }
+
+    #[test]
+    fn a_limited_caller_is_admitted_until_its_slots_are_taken() {
+        let count = Arc::new(AtomicU32::new(0));
+        let alice =
+            Caller::new("alice", false, json!({})).with_run_limit(Arc::new(One(count.clone())));
+        let slot = alice.admit().expect("the first run");
+        // Clones (sub-runs, hooks' metadata) share the limit, not a slot of their own.
+        let refused = alice.clone().admit().expect_err("the second run");
+        assert_eq!(refused.max, 1);
+        assert!(refused.to_string().contains("at most 1"), "{refused}");
+        drop(slot);
+        assert_eq!(count.load(Ordering::SeqCst), 0, "given back when dropped");
+        assert!(alice.admit().is_ok());
+        // Without a limit every run is admitted.
+        let open = Caller::open();
+        let (_a, _b) = (open.admit().expect("one"), open.admit().expect("two"));
+    }
 
     #[test]
     fn only_the_starter_or_an_admin_may_act() {

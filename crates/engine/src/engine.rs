@@ -203,7 +203,19 @@ impl Engine {
         self.run_as(self.next_id(), request).await
     }
 
-    pub(crate) async fn run_as(&self, id: Arc<str>, request: RunRequest) -> Run {
+    pub(crate) async fn run_as(&self, id: Arc<str>, mut request: RunRequest) -> Run {
+        // Held to the end of this future, so given back however the run ends, or waits.
+        let _slot = match request
+            .slot
+            .take()
+            .map_or_else(|| request.caller.admit(), Ok)
+        {
+            Ok(slot) => slot,
+            Err(busy) => {
+                let err = RunError::new(RunErrorKind::TooManyRuns, None, busy.to_string());
+                return Run::failed(id, &request.tool, err);
+            }
+        };
         let Some(graph) = self.inner.graphs.get(&request.tool) else {
             let known: Vec<&str> = self.inner.graphs.keys().map(String::as_str).collect();
             let err = RunError::new(

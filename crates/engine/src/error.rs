@@ -45,6 +45,9 @@ pub enum RunErrorKind {
     /// A script node's JavaScript threw, spent its CPU or memory budget, overflowed its stack,
     /// never settled its promise or returned something that is not JSON.
     Script,
+    /// Refused at its start: its caller already had as many runs in flight as it may
+    /// (`maxConcurrentRuns`).
+    TooManyRuns,
 }
 
 impl RunErrorKind {
@@ -61,6 +64,7 @@ impl RunErrorKind {
             RunErrorKind::Declined => "declined",
             RunErrorKind::Store => "store",
             RunErrorKind::Script => "script",
+            RunErrorKind::TooManyRuns => "tooManyRuns",
         }
     }
 

@@ -52,7 +52,7 @@ mod run;
 mod schema;
 mod spans;
 
-pub use caller::Caller;
+pub use caller::{Caller, RunLimit, RunSlot, TooManyRuns};
 pub use compile::check;
 pub use control::{Breakpoint, Control, DebugState, PausedLine};
 pub use durable::{Durability, SessionError};

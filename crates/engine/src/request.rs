@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::Engine;
-use crate::caller::Caller;
+use crate::caller::{Caller, RunSlot};
 use crate::control::Control;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::Event;
@@ -35,6 +35,9 @@ pub struct RunRequest {
     /// for [`Engine::continue_session`], who continues it (who must be allowed to). Without
     /// access control, [`Caller::open`] (the default).
     pub caller: Caller,
+    /// The caller's slot, taken before the run is handed on (the run API answers a refusal
+    /// itself, before it spawns); without one the engine takes it when the run starts.
+    pub slot: Option<RunSlot>,
 }
 
 impl RunRequest {
@@ -46,11 +49,17 @@ impl RunRequest {
             events: None,
             asker: None,
             caller: Caller::open(),
+            slot: None,
         }
     }
 
     pub fn with_caller(mut self, caller: Caller) -> Self {
         self.caller = caller;
+        self
+    }
+
+    pub fn with_slot(mut self, slot: RunSlot) -> Self {
+        self.slot = Some(slot);
         self
     }
 

@@ -28,6 +28,13 @@ pub struct AuthConfig {
     /// a request gets 429 with `Retry-After`; a key's own `rateLimit` replaces it. Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Graph runs one caller (per key, per token subject, anonymous callers together) may have
+    /// in flight at once; the next `tools/call` or run started gets 429 with `Retry-After: 1`
+    /// until one ends or waits for its client. A key's own `maxConcurrentRuns` replaces it.
+    /// Default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_concurrent_runs: Option<u32>,
 }
 
 /// A token bucket: `requestsPerSecond` refill, `burst` requests at once.
@@ -62,6 +69,10 @@ pub struct ApiKeyConfig {
     /// This key's own limit, instead of `auth.rateLimit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// This key's own limit of graph runs in flight, instead of `auth.maxConcurrentRuns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_concurrent_runs: Option<u32>,
 }
 
 /// Verification of bearer tokens (JWT) as an OAuth 2.1 resource server.

@@ -3,8 +3,10 @@
 //! handler; on legacy SSE put on the message itself). `None` means no access control ran
 //! (stdio, in-process): everything is visible, as before `auth:` existed.
 
-use mcpflow_auth::{Principal, Scope, Via};
-use mcpflow_engine::Caller;
+use std::sync::Arc;
+
+use mcpflow_auth::{Principal, RunQuota, Scope, Via};
+use mcpflow_engine::{Caller, RunLimit};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
@@ -34,9 +36,30 @@ pub(crate) fn sees(principal: Option<&Principal>, name: &str, authoring: bool) -
 pub fn engine_caller(principal: Option<&Principal>) -> Caller {
     match principal {
         Some(p) if p.via() != Via::Open => {
-            Caller::new(p.subject(), p.allows(Scope::Admin), p.to_json())
+            let caller = Caller::new(p.subject(), p.allows(Scope::Admin), p.to_json());
+            match p.run_quota() {
+                Some(quota) => caller.with_run_limit(Arc::new(Runs(quota.clone()))),
+                None => caller,
+            }
         }
         _ => Caller::open(),
+    }
+}
+
+/// The principal's count of runs in flight (kept by `mcpflow_auth`, across reloads), as the
+/// engine takes slots of it.
+#[derive(Debug)]
+struct Runs(RunQuota);
+
+impl RunLimit for Runs {
+    fn take(&self) -> Option<Box<dyn Send + Sync>> {
+        self.0
+            .take()
+            .map(|slot| Box::new(slot) as Box<dyn Send + Sync>)
+    }
+
+    fn max(&self) -> u32 {
+        self.0.max()
     }
 }
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use mcpflow_authoring::Authoring;
 use mcpflow_config::{Config, ServerMeta};
-use mcpflow_engine::{Control, Engine, Graph, Run, RunEnd, RunRequest, SchemaValidator, Waiting};
+use mcpflow_engine::{
+    Control, Engine, Graph, Run, RunEnd, RunErrorKind, RunRequest, SchemaValidator, Waiting,
+};
 use mcpflow_gateway::{Gateway, ToolRunner};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
@@ -278,6 +280,14 @@ impl GraphServer {
                 engine.run(request)
             })
             .await;
+        if let Some(e) = run.error()
+            && e.kind == RunErrorKind::TooManyRuns
+        {
+            // Refused before it started: a protocol error, as over HTTP (a 429 there), not
+            // a tool result the model would read as the tool's failure.
+            tracing::debug!(tool = name, "concurrent runs limit reached");
+            return Err(McpError::new(TOO_MANY_RUNS, e.message.clone(), None));
+        }
         if let Some(e) = run.error() {
             tracing::warn!(run = %run.id, tool = name, error = %e, "run failed");
         } else {
@@ -286,6 +296,10 @@ impl GraphServer {
         Ok(Called::of(run, entry.graph.output_validator()))
     }
 }
+
+/// The JSON-RPC error code of a call refused for its caller's runs in flight: in the range
+/// JSON-RPC leaves to servers, the one the HTTP refusals of access control use.
+const TOO_MANY_RUNS: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32001);
 
 /// Tool names an unknown tool's error lists before it says "and N more".
 const NAMES_IN_ERROR: usize = 50;

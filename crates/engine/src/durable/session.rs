@@ -34,6 +34,8 @@ pub enum SessionError {
          win: check its status, then continue again if it is waiting"
     )]
     Busy(String),
+    #[error("{0}")]
+    TooManyRuns(#[from] crate::caller::TooManyRuns),
     #[error(
         "session {id:?} belongs to tool `{tool}`: use `{tool}_continue`, `{tool}_status` or `{tool}_cancel`"
     )]
@@ -77,12 +79,20 @@ impl Engine {
         session_id: &str,
     ) -> Result<Run, SessionError> {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
+        // A continued run counts as one of its caller's runs in flight until it ends or waits
+        // again: the slot is held to the end of this future, and handed on, not taken twice,
+        // when an older engine continues it.
+        let slot = match request.slot.take() {
+            Some(slot) => slot,
+            None => request.caller.admit()?,
+        };
         if let Some(older) = self
             .engine_of_session(&request.tool, session_id, &request.caller)
             .await?
         {
-            return Box::pin(older.continue_session(request, session_id)).await;
+            return Box::pin(older.continue_session(request.with_slot(slot), session_id)).await;
         }
+        let _slot = slot;
         let input = std::mem::take(&mut request.args);
         let tool = request.tool.as_str();
         let session = self
