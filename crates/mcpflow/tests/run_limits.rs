@@ -27,11 +27,22 @@ fn tools() -> String {
     nodes:
       - { id: entry, type: entry, next: exit }
       - { id: exit, type: exit }
+  - name: approve
+    description: waits for its client
+    inputSchema: { type: object }
+    nodes:
+      - { id: entry, type: entry, next: ask }
+      - id: ask
+        type: await
+        message: "approve?"
+        inputSchema: { type: object, properties: { ok: { type: boolean } }, required: [ok] }
+        next: exit
+      - { id: exit, type: exit }
 "#
     .to_owned()
 }
 
-const SCOPES: &[&str] = &["tools:list", "tools:call", "debug", "runs:read"];
+const SCOPES: &[&str] = &["tools:list", "tools:call", "debug", "runs:read", "sessions"];
 
 /// Key `a` may have one run in flight (its own `maxConcurrentRuns`); every other caller two
 /// (`auth.maxConcurrentRuns`).
@@ -281,4 +292,58 @@ fn over_stdio_a_call_past_the_limit_is_a_json_rpc_error() {
     assert_eq!(again["result"]["isError"], json!(false), "{again}");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A run waiting for its client holds no slot; continuing it takes one, over MCP and over the
+/// run API alike.
+#[tokio::test]
+async fn a_waiting_session_holds_no_slot_and_its_continue_takes_one() {
+    let f = limited_fixture();
+    let server = auth_support::serve(&f.config, &[]);
+    let base = server.base.clone();
+    let http = reqwest::Client::new();
+    let a = f.key("a").to_owned();
+
+    let (status, _, waiting) = call(&http, &base, &a, "approve", json!({})).await;
+    assert_eq!(status, 200, "{waiting}");
+    let handle = &waiting["result"]["structuredContent"];
+    assert_eq!(handle["status"], "waiting", "{waiting}");
+    let session = handle["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    // A's one slot is free while its run waits.
+    let (status, _, message) = call(&http, &base, &a, "echo", json!({})).await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["result"]["isError"], json!(false), "{message}");
+
+    // With A's slot taken, its continue is refused over MCP and over the run API.
+    let slow = {
+        let (http, base, a) = (http.clone(), base.clone(), a.clone());
+        tokio::spawn(async move { call(&http, &base, &a, "nap", json!({"ms": 3000})).await })
+    };
+    until_refused(&http, &base, &a).await;
+    let arguments = json!({"sessionId": session, "input": {"ok": true}});
+    let (status, retry, message) =
+        call(&http, &base, &a, "approve_continue", arguments.clone()).await;
+    assert_eq!((status, retry.as_deref()), (429, Some("1")), "{message}");
+    let response = http
+        .post(format!("{base}/api/sessions/{session}/continue"))
+        .header("content-type", "application/json")
+        .bearer_auth(&a)
+        .body(json!({"input": {"ok": true}}).to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status().as_u16(), 429);
+    assert_eq!(retry_after(&response).as_deref(), Some("1"));
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
+
+    // Once the nap is over the session, still waiting, is continued.
+    let (status, _, message) = slow.await.expect("the slow call");
+    assert_eq!(status, 200, "{message}");
+    let (status, _, message) = call(&http, &base, &a, "approve_continue", arguments).await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["result"]["isError"], json!(false), "{message}");
 }
