@@ -113,6 +113,8 @@ struct Shown {
     records: Vec<Json>,
     complete: bool,
     live: Option<Arc<LiveRun>>,
+    /// A live run's debug state, read before its records: never ahead of them.
+    debug: Option<Json>,
 }
 
 /// The longest a reader waits for a live run's recorder to catch up with the run's control.
@@ -161,9 +163,13 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
                 records,
                 complete: true,
                 live: Some(run),
+                debug: None,
             });
         }
         if run.is_live() || api.engine().durability().is_none() {
+            // The pause first, then the records caught up with it: read the other way round,
+            // a step taken in between shows a pause past the last record.
+            let debug = run.is_live().then(|| debug_json(&run.control));
             run.caught_up(CATCH_UP).await;
             let (records, complete) = run.with_records(|records, from_start| {
                 let records = records
@@ -177,6 +183,7 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
                 records,
                 complete,
                 live: Some(run),
+                debug,
             });
         }
     }
@@ -234,6 +241,7 @@ async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
         records,
         complete: true,
         live: None,
+        debug: None,
     })
 }
 
@@ -263,8 +271,8 @@ pub async fn show(State(api): State<Api>, Path(id): Path<String>) -> Response {
         .map(|(k, n, ms)| (k, json!({"executions": n, "totalMs": ms})))
         .collect();
     let mut out = shown.summary;
-    if let Some(run) = shown.live.as_ref().filter(|r| r.is_live()) {
-        out.insert("debug".into(), debug_json(&run.control));
+    if let Some(debug) = shown.debug {
+        out.insert("debug".into(), debug);
     }
     out.insert("historyComplete".into(), json!(shown.complete));
     out.insert("history".into(), Json::Array(shown.records));
