@@ -35,9 +35,12 @@ machine_line() {
 # second for it; exits the script with the server's stderr if it never came.
 listen_url() { # log tenths
     local url=
+    local seen=
     for _ in $(seq "$2"); do
         url=$(sed -n 's/^mcpflow: listening on //p' "$1")
-        [[ -n $url ]] && { echo "$url"; return 0; }
+        # stderr is unbuffered: the line can be read half written. The same twice is whole.
+        [[ -n $url && $url == "$seen" ]] && { echo "$url"; return 0; }
+        seen=$url
         sleep 0.1
     done
     cat "$1" >&2
