@@ -18,6 +18,7 @@ use axum::routing::get;
 use mcpflow_model::auth::Scope;
 use serde_json::json;
 
+use crate::credential::Credential;
 use crate::endpoints::{Access, access, method_scope};
 use crate::gate::{Auth, Refusal};
 use crate::limits::{RUNS_RETRY_AFTER_SECONDS, RunQuota};
@@ -52,6 +53,7 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
         Ok(p) => p,
         Err(refusal) => return refuse(&auth, request.headers(), mcp, refusal),
     };
+    let credential = credential.map(Credential::new);
     let mut calls = false;
     let (request, checked) = match needs {
         Access::Public => unreachable_public(request),
@@ -120,10 +122,14 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
     }
     let mut request = request;
     // The credential stops here: nothing behind this layer (rmcp's request parts, hooks, a
-    // log line of the request) can read, forward or print it.
+    // log line of the request) can read, forward or print it, but for the typed
+    // [`Credential`], which only an upstream marked `forwardCallerToken` is sent.
     request.headers_mut().remove(header::AUTHORIZATION);
     request.headers_mut().remove("x-api-key");
     request.extensions_mut().insert(principal);
+    if let Some(credential) = credential {
+        request.extensions_mut().insert(credential);
+    }
     next.run(request).await
 }
 

@@ -14,6 +14,7 @@
 //! This crate frames no MCP message and knows no other mcpflow crate but `model`: `server`
 //! mounts the middleware and applies tool globs to what its handler lists and calls.
 
+mod credential;
 mod endpoints;
 mod error;
 mod gate;
@@ -25,6 +26,7 @@ mod principal;
 mod scopes;
 mod tools;
 
+pub use credential::Credential;
 pub use endpoints::{Access, MCP_SCOPES, access, method_scope};
 pub use error::ConfigError;
 pub use gate::{Auth, Refusal};

@@ -48,9 +48,33 @@ pub fn interpolate(
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, InterpolationError> {
+    interpolate_as(text, env, Mode::Plain)
+}
+
+/// [`interpolate`] for a remote upstream's header value, which is a template read again per
+/// request (`mcpflow_model::caller_header`): `${caller.…}` and `$${` are left as written, and
+/// a `${` inside a variable's value is written `$${`, so a value never becomes a reference.
+pub fn interpolate_header(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, InterpolationError> {
+    interpolate_as(text, env, Mode::Header)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    Header,
+}
+
+fn interpolate_as(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    mode: Mode,
+) -> Result<String, InterpolationError> {
     let mut unset = Vec::new();
     let mut first_unset = None;
-    let out = expand(text, 0, env, &mut unset, &mut first_unset)?;
+    let out = expand(text, 0, env, mode, &mut unset, &mut first_unset)?;
     match first_unset {
         None => Ok(out),
         Some(offset) => Err(InterpolationError::Unset {
@@ -70,6 +94,7 @@ fn expand(
     text: &str,
     base: usize,
     env: &dyn Fn(&str) -> Option<String>,
+    mode: Mode,
     unset: &mut Vec<String>,
     first_unset: &mut Option<usize>,
 ) -> Result<String, InterpolationError> {
@@ -86,8 +111,15 @@ fn expand(
             continue;
         }
         if text[i..].starts_with("$${") {
-            out.push_str("${");
+            out.push_str(if mode == Mode::Header { "$${" } else { "${" });
             i += 3;
+            continue;
+        }
+        if mode == Mode::Header && text[i..].starts_with("${caller.") {
+            // The reference's own syntax is checked where the template is read.
+            let end = text[i..].find('}').map_or(text.len(), |n| i + n + 1);
+            out.push_str(&text[i..end]);
+            i = end;
             continue;
         }
         if !text[i..].starts_with("${") {
@@ -113,12 +145,16 @@ fn expand(
                 offset: char_offset(start),
             });
         }
+        let value = |v: &str| match mode {
+            Mode::Plain => v.to_owned(),
+            Mode::Header => v.replace("${", "$${"),
+        };
         match (env(name), default) {
-            (Some(v), Some(_)) if !v.is_empty() => out.push_str(&v),
-            (Some(v), None) => out.push_str(&v),
+            (Some(v), Some(_)) if !v.is_empty() => out.push_str(&value(&v)),
+            (Some(v), None) => out.push_str(&value(&v)),
             (_, Some(d)) => {
                 let d_base = char_offset(body_start + prefix + name.len() + 2);
-                out.push_str(&expand(d, d_base, env, unset, first_unset)?);
+                out.push_str(&expand(d, d_base, env, mode, unset, first_unset)?);
             }
             (None, None) => {
                 first_unset.get_or_insert(char_offset(start));
@@ -189,6 +225,29 @@ mod tests {
         assert_eq!(run("${EMPTY}").unwrap(), "");
         assert_eq!(run("é${TOKEN}é").unwrap(), "és3creté");
         assert_eq!(run("${env:TOKEN}").unwrap(), "s3cret");
+    }
+
+    #[test]
+    fn header_values_keep_caller_references_and_escapes() {
+        let header = |s: &str| {
+            interpolate_header(s, &|n: &str| match n {
+                "TRICK" => Some("${caller.token}".to_owned()),
+                other => env(other),
+            })
+        };
+        assert_eq!(
+            header("Bearer ${TOKEN} ${caller.subject}").unwrap(),
+            "Bearer s3cret ${caller.subject}"
+        );
+        assert_eq!(header("$${HOME} ${HOME}").unwrap(), "$${HOME} /home/u");
+        // A variable's value is text, never a reference to the caller.
+        assert_eq!(header("${TRICK}").unwrap(), "$${caller.token}");
+        assert_eq!(header("${caller.subject").unwrap(), "${caller.subject");
+        // Elsewhere `${caller.…}` is no variable.
+        assert!(matches!(
+            run("${caller.subject}"),
+            Err(InterpolationError::BadName { .. })
+        ));
     }
 
     #[test]

@@ -12,12 +12,13 @@ use serde_json::Value;
 use mcpflow_model::{CompileError, CompileErrors, Node, ToolParts, Within};
 
 use crate::error::{ConfigError, ConfigErrors};
-use crate::interpolate::{InterpolationError, interpolate};
+use crate::interpolate::{InterpolationError, interpolate, interpolate_header};
 use crate::model::Config;
 use crate::place::{field_name, in_owner};
 use crate::source::{Anchor, Pos, Problem, SourceMap, SourcePos};
 use crate::yaml::{self, escape};
 use crate::{structure, validate};
+use mcpflow_model::caller_header::HeaderTemplate;
 
 /// A loaded, validated config, with what is needed to point back into its files.
 #[derive(Debug, Clone)]
@@ -601,6 +602,7 @@ fn interpolate_servers(
             continue;
         };
         let base = format!("/mcpServers/{}", escape(name));
+        let forwards_token = server.get("forwardCallerToken") == Some(&Value::Bool(true));
         for (key, value) in server.iter_mut() {
             let ptr = format!("{base}/{}", escape(key));
             match (key.as_str(), value) {
@@ -613,16 +615,74 @@ fn interpolate_servers(
                         interpolate_one(v, &p, &snapshot, sources, env, problems);
                     }
                 }
-                ("env" | "headers", Value::Object(map)) => {
+                ("env", Value::Object(map)) => {
                     for (k, v) in map.iter_mut() {
                         let p = format!("{ptr}/{}", escape(k));
                         interpolate_one(v, &p, &snapshot, sources, env, problems);
+                    }
+                }
+                ("headers", Value::Object(map)) => {
+                    for (k, v) in map.iter_mut() {
+                        let p = format!("{ptr}/{}", escape(k));
+                        let header = Header {
+                            ptr: &p,
+                            forwards_token,
+                        };
+                        interpolate_header_value(v, header, &snapshot, sources, env, problems);
                     }
                 }
                 _ => {}
             }
         }
     }
+}
+
+/// Where a header value is, and whether its server may forward the caller's credential.
+#[derive(Clone, Copy)]
+struct Header<'a> {
+    ptr: &'a str,
+    forwards_token: bool,
+}
+
+/// A remote upstream's header value: `${VAR}` replaced, then read as the template it is per
+/// request (`${caller.…}`), whose mistakes are the config's.
+fn interpolate_header_value(
+    value: &mut Value,
+    header: Header<'_>,
+    doc: &Value,
+    sources: &SourceMap,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<Problem>,
+) {
+    let Value::String(text) = value else { return };
+    let original = text.clone();
+    match interpolate_header(text, env) {
+        Ok(s) => *text = s,
+        Err(e) => {
+            problems.push(interpolation_problem(
+                header.ptr, &original, &e, doc, sources,
+            ));
+            return;
+        }
+    }
+    let problem = match HeaderTemplate::parse(text) {
+        // The offset is in the interpolated text: the value as written is pointed at whole.
+        Err(e) => Problem::new(
+            header.ptr,
+            format!("{e} (used in {})", field_name(header.ptr)),
+        )
+        .hint("write ${caller.subject}, ${caller.claims.NAME}, …; $${ is a literal ${"),
+        Ok(t) if t.forwards_token() && !header.forwards_token => Problem::new(
+            header.ptr,
+            format!(
+                "${{caller.token}} sends the caller's own credential upstream (used in {})",
+                field_name(header.ptr)
+            ),
+        )
+        .hint("set `forwardCallerToken: true` on this server if it must receive it"),
+        Ok(_) => return,
+    };
+    problems.push(problem);
 }
 
 fn interpolate_one(
@@ -636,26 +696,36 @@ fn interpolate_one(
     let Value::String(text) = value else { return };
     match interpolate(text, env) {
         Ok(s) => *text = s,
-        Err(e) => {
-            let anchor = sources
-                .offset_in_string(ptr, text, e.offset())
-                .unwrap_or(Anchor::Value);
-            let hint = match &e {
-                InterpolationError::Unset { names, .. } => format!(
-                    "set {}, or give a default with ${{{}:-default}}; $${{…}} is a literal ${{…}}",
-                    names.join(", "),
-                    names[0]
-                ),
-                _ => "write ${NAME} or ${NAME:-default}; $${ is a literal ${".to_owned(),
-            };
-            problems.push(
-                Problem::new(
-                    ptr,
-                    format!("{e} (used in {}{})", field_name(ptr), in_owner(ptr, doc)),
-                )
-                .at(anchor)
-                .hint(hint),
-            );
-        }
+        Err(e) => problems.push(interpolation_problem(ptr, text, &e, doc, sources)),
     }
+}
+
+/// What is wrong with the `${…}` of `text`, the value at `ptr`, pointed at in the file.
+fn interpolation_problem(
+    ptr: &str,
+    text: &str,
+    e: &InterpolationError,
+    doc: &Value,
+    sources: &SourceMap,
+) -> Problem {
+    let anchor = sources
+        .offset_in_string(ptr, text, e.offset())
+        .unwrap_or(Anchor::Value);
+    let hint = match e {
+        InterpolationError::Unset { names, .. } => format!(
+            "set {}, or give a default with ${{{}:-default}}; $${{…}} is a literal ${{…}}",
+            names.join(", "),
+            names[0]
+        ),
+        InterpolationError::BadName { text, .. } if text.starts_with("caller.") => {
+            "${caller.…} is read only in the `headers` of a remote server".to_owned()
+        }
+        _ => "write ${NAME} or ${NAME:-default}; $${ is a literal ${".to_owned(),
+    };
+    Problem::new(
+        ptr,
+        format!("{e} (used in {}{})", field_name(ptr), in_owner(ptr, doc)),
+    )
+    .at(anchor)
+    .hint(hint)
 }

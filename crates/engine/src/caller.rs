@@ -19,6 +19,19 @@ pub struct Caller {
     json: Arc<Json>,
     /// How many runs this caller may have in flight (issue #18); `None`: no limit.
     runs: Option<Arc<dyn RunLimit>>,
+    /// The credential the caller presented, kept only for an upstream that forwards it
+    /// (`forwardCallerToken`); never recorded, never in `$caller`.
+    token: Option<Token>,
+}
+
+/// A caller's credential: shown by no `Debug`.
+#[derive(Clone)]
+struct Token(Arc<str>);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// The counter of a caller's runs in flight, which the server keeps per principal (it outlives
@@ -81,6 +94,7 @@ impl Caller {
             admin,
             json: Arc::new(json),
             runs: None,
+            token: None,
         }
     }
 
@@ -88,6 +102,17 @@ impl Caller {
     pub fn with_run_limit(mut self, limit: Arc<dyn RunLimit>) -> Caller {
         self.runs = Some(limit);
         self
+    }
+
+    /// The credential this caller presented, for the upstreams that forward it.
+    pub fn with_token(mut self, token: Arc<str>) -> Caller {
+        self.token = Some(Token(token));
+        self
+    }
+
+    /// Who an upstream request of this caller's run is made for (its `${caller.…}` headers).
+    pub(crate) fn identity(&self) -> mcpflow_upstream::Identity {
+        mcpflow_upstream::Identity::new(self.json.clone(), self.token.as_ref().map(|t| t.0.clone()))
     }
 
     /// A slot for one more run of this caller (always one without a limit).
@@ -109,6 +134,7 @@ impl Caller {
             admin: true,
             json: OPEN.clone(),
             runs: None,
+            token: None,
         }
     }
 
@@ -124,6 +150,8 @@ impl Caller {
                 admin: false,
                 // A run the engine restarts on its own is no client's request to refuse.
                 runs: None,
+                // Credentials are never stored: a restarted run forwards none.
+                token: None,
             },
         }
     }

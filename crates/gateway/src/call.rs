@@ -100,7 +100,7 @@ impl Gateway {
             Some(_) => None,
             None => Some(Arc::new(crate::caller::CallingClient::new(context))),
         };
-        let mut options = send_options(era, caller).cancel(context.ct.clone());
+        let mut options = send_options(era, caller, context).cancel(context.ct.clone());
         if let Some(sink) = sink {
             options = options.progress(sink);
         }

@@ -164,7 +164,7 @@ impl Gateway {
                 ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params.clone()));
             match self
                 .pool
-                .send(&server, request, send_options(era, None))
+                .send(&server, request, send_options(era, None, context))
                 .await
             {
                 Ok(ServerResult::ReadResourceResult(mut r)) => {
@@ -253,7 +253,7 @@ impl Gateway {
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         match self
             .pool
-            .send(&server, request, send_options(era, None))
+            .send(&server, request, send_options(era, None, context))
             .await
         {
             Ok(ServerResult::GetPromptResult(mut r)) => {

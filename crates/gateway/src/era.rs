@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use mcpflow_upstream::Caller;
 use mcpflow_upstream::passthrough::SendOptions;
+use mcpflow_upstream::{Caller, Identity};
 use rmcp::model::{
     CallToolRequestParams, InputResponses, ProtocolVersion, RequestMetaObject, ServerNotification,
     SubscriptionFilter,
@@ -64,12 +64,21 @@ impl Era {
 }
 
 /// How a request is sent upstream: in the 2026-07-28 era's terms with `era`, else as a
-/// 2025-11-25 session request whose server-to-client requests go to `caller`.
-pub(crate) fn send_options(era: Option<&Era>, caller: Option<Arc<dyn Caller>>) -> SendOptions {
-    match (era, caller) {
+/// 2025-11-25 session request whose server-to-client requests go to `caller`; made for the
+/// identity the server put on `context` (a remote upstream's `${caller.…}` headers).
+pub(crate) fn send_options(
+    era: Option<&Era>,
+    caller: Option<Arc<dyn Caller>>,
+    context: &RequestContext<RoleServer>,
+) -> SendOptions {
+    let options = match (era, caller) {
         (Some(era), _) => SendOptions::default().stateless(era.meta.clone()),
         (None, Some(caller)) => SendOptions::default().caller(caller),
         (None, None) => SendOptions::default(),
+    };
+    match context.extensions.get::<Identity>() {
+        Some(identity) => options.identity(identity.clone()),
+        None => options,
     }
 }
 

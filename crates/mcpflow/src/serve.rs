@@ -116,9 +116,15 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            // The token a principal was made of, for upstreams marked `forwardCallerToken`.
+            let credential = principal
+                .as_ref()
+                .and_then(|_| std::env::var("MCPFLOW_TOKEN").ok())
+                .map(|t| mcpflow_auth::Credential::new(&t));
             let options = mcpflow_server::StdioOptions {
                 write_timeout: Duration::from_secs(args.stdio_write_timeout),
                 principal,
+                credential,
                 ..Default::default()
             };
             mcpflow_server::serve_stdio_with(live, options).await

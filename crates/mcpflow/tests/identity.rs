@@ -352,37 +352,10 @@ async fn one_principal_cannot_continue_read_or_cancel_anothers_session() {
 /// Over stdio the caller is who `MCPFLOW_TOKEN` names, as over HTTP.
 #[test]
 fn over_stdio_the_caller_is_who_the_token_names() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
     let f = identity_fixture();
-    let mut child = Command::new(http_common::mcpflow())
-        .args(["serve", f.config.to_str().expect("UTF-8")])
-        .env("MCPFLOW_TOKEN", f.key("alice"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mcpflow starts");
-    let mut stdin = child.stdin.take().expect("piped");
-    for line in [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "identity-test", "version": "0"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "whoami", "arguments": {}}}),
-    ] {
-        writeln!(stdin, "{line}").expect("written");
-    }
-    let answer = BufReader::new(child.stdout.take().expect("piped"))
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
-        .find(|m| m["id"] == 1)
-        .expect("the call's answer");
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut client = auth_support::StdioClient::start(&f.config, f.key("alice"));
+    client.call(1, "whoami", json!({}));
+    let answer = client.answer(1);
     let out = structured(&answer);
     assert_eq!(out["caller"]["subject"], "alice", "{out}");
     assert_eq!(out["caller"]["via"], "apiKey", "{out}");

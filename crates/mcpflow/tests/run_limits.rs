@@ -128,6 +128,27 @@ async fn start_run(
     (status, retry, body)
 }
 
+/// Waits until the run API lists a running run of `tool` (seen with `key`).
+async fn until_running(http: &reqwest::Client, base: &str, key: &str, tool: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed: Value = http
+            .get(format!("{base}/api/runs?tool={tool}&status=running"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("run API JSON");
+        if listed["runs"].as_array().is_some_and(|r| !r.is_empty()) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no running {tool}: {listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Calls `echo` as `key` until it is refused (the run that fills the limit is in flight),
 /// then checks the refusal. Fails if it is never refused: the limit is not enforced.
 async fn until_refused(http: &reqwest::Client, base: &str, key: &str) {
@@ -176,11 +197,13 @@ async fn a_principal_past_its_runs_in_flight_gets_429_while_another_is_served() 
     let http = reqwest::Client::new();
     let (a, b) = (f.key("a").to_owned(), f.key("b").to_owned());
 
-    // A's slow run over MCP fills its one slot.
+    // A's slow run over MCP fills its one slot. It is running before A calls again: a call
+    // racing it could take the slot first and have the nap refused.
     let slow = {
         let (http, base, a) = (http.clone(), base.clone(), a.clone());
         tokio::spawn(async move { call(&http, &base, &a, "nap", json!({"ms": 3000})).await })
     };
+    until_running(&http, &base, &a, "nap").await;
     until_refused(&http, &base, &a).await;
     // A run started over the run API is refused alike, with a JSON error and Retry-After.
     let (status, retry, body) = start_run(&http, &base, &a, "echo", json!({})).await;
@@ -227,6 +250,7 @@ async fn a_principal_past_its_runs_in_flight_gets_429_while_another_is_served() 
         let (http, base, a) = (http.clone(), base.clone(), a.clone());
         tokio::spawn(async move { call(&http, &base, &a, "nap", json!({"ms": 60000})).await })
     };
+    until_running(&http, &base, &a, "nap").await;
     until_refused(&http, &base, &a).await;
     gone.abort();
     let _ = gone.await;
@@ -237,40 +261,17 @@ async fn a_principal_past_its_runs_in_flight_gets_429_while_another_is_served() 
 /// says why; the slot is back once the run in flight ends.
 #[test]
 fn over_stdio_a_call_past_the_limit_is_a_json_rpc_error() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
     let f = limited_fixture();
-    let mut child = Command::new(http_common::mcpflow())
-        .args(["serve", f.config.to_str().expect("UTF-8")])
-        .env("MCPFLOW_TOKEN", f.key("a"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mcpflow starts");
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut answers = BufReader::new(child.stdout.take().expect("piped"))
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str::<Value>(&l).ok());
-    let mut send = |line: Value| writeln!(stdin, "{line}").expect("written");
-    send(
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "limits-test", "version": "0"}}}),
-    );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let call = |id: u64, tool: &str, arguments: Value| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"name": tool, "arguments": arguments}})
-    };
-    send(call(1, "nap", json!({"ms": 3000})));
+    let mut client = auth_support::StdioClient::start(&f.config, f.key("a"));
+    client.call(1, "nap", json!({"ms": 3000}));
+    // The nap is read and admitted first; an echo sent at once could race it for the slot.
+    std::thread::sleep(Duration::from_millis(500));
     // `echo` is answered at once: asked until the nap's run is in flight, and refused then.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut id = 2;
     let refused = loop {
-        send(call(id, "echo", json!({})));
-        let answer = answers.find(|m| m["id"] == id).expect("echo's answer");
+        client.call(id, "echo", json!({}));
+        let answer = client.answer(id);
         if answer.get("error").is_some() {
             break answer;
         }
@@ -281,17 +282,11 @@ fn over_stdio_a_call_past_the_limit_is_a_json_rpc_error() {
     };
     let text = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(text.contains("too many runs"), "{refused}");
-    let first = answers
-        .find(|m| m["id"] == 1)
-        .expect("the first call's answer");
+    let first = client.answer(1);
     assert_eq!(first["result"]["isError"], json!(false), "{first}");
-    send(call(id + 1, "echo", json!({})));
-    let again = answers
-        .find(|m| m["id"] == id + 1)
-        .expect("the third call's answer");
+    client.call(id + 1, "echo", json!({}));
+    let again = client.answer(id + 1);
     assert_eq!(again["result"]["isError"], json!(false), "{again}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// A run waiting for its client holds no slot; continuing it takes one, over MCP and over the
@@ -322,6 +317,7 @@ async fn a_waiting_session_holds_no_slot_and_its_continue_takes_one() {
         let (http, base, a) = (http.clone(), base.clone(), a.clone());
         tokio::spawn(async move { call(&http, &base, &a, "nap", json!({"ms": 3000})).await })
     };
+    until_running(&http, &base, &a, "nap").await;
     until_refused(&http, &base, &a).await;
     let arguments = json!({"sessionId": session, "input": {"ok": true}});
     let (status, retry, message) =

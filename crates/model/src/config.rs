@@ -185,9 +185,18 @@ pub struct RemoteServer {
     /// Endpoint URL.
     #[schemars(length(min = 1))]
     pub url: String,
-    /// Extra HTTP headers. `${VAR}` is interpolated.
+    /// Extra HTTP headers. `${VAR}` is interpolated from the environment at load;
+    /// `${caller.subject}`, `${caller.via}`, `${caller.key}`, `${caller.scopes}` and
+    /// `${caller.claims.NAME}` are rendered per request from who it is made for (a header
+    /// whose value names something the caller lacks is left out); `${caller.token}` needs
+    /// `forwardCallerToken`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
+    /// Allows `${caller.token}` in `headers`: the credential the caller presented to mcpflow
+    /// (bearer token or API key) goes to this server. Off by default: a caller's credential
+    /// never leaves mcpflow unless the config says so here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward_caller_token: bool,
     /// Timeout of one call to this upstream in milliseconds (default 60000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]

@@ -24,6 +24,7 @@
 
 pub mod auth;
 pub mod authoring;
+pub mod caller_header;
 mod compile;
 mod config;
 pub mod http;

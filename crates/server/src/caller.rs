@@ -5,20 +5,26 @@
 
 use std::sync::Arc;
 
-use mcpflow_auth::{Principal, RunQuota, Scope, Via};
+use mcpflow_auth::{Credential, Principal, RunQuota, Scope, Via};
 use mcpflow_engine::{Caller, RunLimit};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
 pub(crate) fn principal(context: &RequestContext<RoleServer>) -> Option<Principal> {
+    of_request(context)
+}
+
+/// What access control put on the request: on the message itself (stdio, legacy SSE), or in
+/// the HTTP request's parts (Streamable HTTP).
+fn of_request<T: Clone + Send + Sync + 'static>(context: &RequestContext<RoleServer>) -> Option<T> {
     context
         .extensions
-        .get::<Principal>()
+        .get::<T>()
         .or_else(|| {
             context
                 .extensions
                 .get::<axum::http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<Principal>())
+                .and_then(|parts| parts.extensions.get::<T>())
         })
         .cloned()
 }
@@ -46,6 +52,19 @@ pub fn engine_caller(principal: Option<&Principal>) -> Caller {
     }
 }
 
+/// [`engine_caller`] with the credential the principal presented, which only upstreams marked
+/// `forwardCallerToken` are sent (`${caller.token}`).
+pub(crate) fn engine_caller_with(
+    principal: Option<&Principal>,
+    credential: Option<&Credential>,
+) -> Caller {
+    let caller = engine_caller(principal);
+    match credential {
+        Some(c) if caller.subject().is_some() => caller.with_token(c.secret()),
+        _ => caller,
+    }
+}
+
 /// The principal's count of runs in flight (kept by `mcpflow_auth`, across reloads), as the
 /// engine takes slots of it.
 #[derive(Debug)]
@@ -67,10 +86,18 @@ impl RunLimit for Runs {
 /// JSON, the open caller's without access control. The engine's [`Caller`] goes beside it, so
 /// the call's run reads the same without making it again ([`run_caller`]).
 pub(crate) fn tell_hooks(context: &mut RequestContext<RoleServer>, principal: Option<&Principal>) {
-    let caller = engine_caller(principal);
+    let credential = of_request::<Credential>(context);
+    let caller = engine_caller_with(principal, credential.as_ref());
     context
         .extensions
         .insert(mcpflow_gateway::CallerMetadata(caller.shared_json()));
+    // Who the gateway's forwarded requests are made for (a remote upstream's `${caller.…}`
+    // headers); the credential only where the principal is a real one.
+    let token = credential.filter(|_| caller.subject().is_some());
+    context.extensions.insert(mcpflow_upstream::Identity::new(
+        caller.shared_json(),
+        token.map(|c| c.secret()),
+    ));
     context.extensions.insert(caller);
 }
 
@@ -78,7 +105,10 @@ pub(crate) fn tell_hooks(context: &mut RequestContext<RoleServer>, principal: Op
 pub(crate) fn run_caller(context: &RequestContext<RoleServer>) -> Caller {
     match context.extensions.get::<Caller>() {
         Some(caller) => caller.clone(),
-        None => engine_caller(principal(context).as_ref()),
+        None => engine_caller_with(
+            principal(context).as_ref(),
+            of_request::<Credential>(context).as_ref(),
+        ),
     }
 }
 
@@ -96,7 +126,10 @@ pub(crate) async fn for_api(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let caller = engine_caller(request.extensions().get::<Principal>());
+    let caller = engine_caller_with(
+        request.extensions().get::<Principal>(),
+        request.extensions().get::<Credential>(),
+    );
     request.extensions_mut().insert(caller);
     next.run(request).await
 }

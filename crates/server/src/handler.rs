@@ -109,9 +109,11 @@ impl ServerHandler for GraphServer {
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        if !caller::sees(caller::principal(&context).as_ref(), &request.uri, false) {
+        let principal = caller::principal(&context);
+        caller::tell_hooks(&mut context, principal.as_ref());
+        if !caller::sees(principal.as_ref(), &request.uri, false) {
             return Err(McpError::resource_not_found(
                 format!("no resource `{}`", request.uri),
                 None,
@@ -179,12 +181,14 @@ impl ServerHandler for GraphServer {
     async fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         let builtin = self
             .authoring()
             .is_some_and(|a| a.has_prompt(&request.name));
-        if !caller::sees(caller::principal(&context).as_ref(), &request.name, builtin) {
+        let principal = caller::principal(&context);
+        caller::tell_hooks(&mut context, principal.as_ref());
+        if !caller::sees(principal.as_ref(), &request.name, builtin) {
             return Err(McpError::invalid_params(
                 format!("no prompt `{}`", request.name),
                 None,

@@ -20,6 +20,8 @@ use rmcp::transport::Transport;
 use sse_stream::SseStream;
 use tokio::sync::mpsc;
 
+use crate::identity::CallerHeaders;
+
 /// Largest SSE event accepted from an upstream; a bigger one ends the session rather than
 /// growing memory without bound.
 const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -153,11 +155,16 @@ impl Transport<RoleClient> for LegacySseTransport {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let request = self
+        let mut request = self
             .client
             .post(self.endpoint.clone())
-            .timeout(self.post_timeout)
-            .json(&item);
+            .timeout(self.post_timeout);
+        if let Some(caller) = CallerHeaders::of(&item) {
+            for (name, value) in caller.iter() {
+                request = request.header(name.clone(), value.clone());
+            }
+        }
+        let request = request.json(&item);
         async move {
             let response = request
                 .send()

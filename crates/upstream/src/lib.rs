@@ -69,6 +69,7 @@ mod changes;
 mod client;
 mod connection;
 mod error;
+mod identity;
 mod inbound;
 mod legacy_sse;
 mod lines;
@@ -87,6 +88,7 @@ mod upstream;
 
 pub use changes::UpstreamLog;
 pub use error::UpstreamError;
+pub use identity::Identity;
 pub use inbound::{ProgressSink, UpstreamProgress};
 pub use passthrough::Caller;
 pub use pool::{PoolOptions, Reconfigured, UpstreamPool};

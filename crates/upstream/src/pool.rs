@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 
 use crate::changes::{Feeds, UpstreamLog};
 use crate::error::UpstreamError;
+use crate::identity::Identity;
 use crate::inbound::ProgressSink;
 use crate::result::{ServerInfo, ToolInfo, ToolResult};
 use crate::upstream::Upstream;
@@ -177,7 +178,25 @@ impl UpstreamPool {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<ToolResult, UpstreamError> {
-        self.upstream(server)?.call_tool(tool, args, None).await
+        self.upstream(server)?
+            .call_tool(tool, args, None, None)
+            .await
+    }
+
+    /// [`UpstreamPool::call_tool`] made for `identity` (see [`SendOptions::identity`](crate::passthrough::SendOptions::identity)), with
+    /// the upstream's progress to `sink` when given (see
+    /// [`UpstreamPool::call_tool_with_progress`]).
+    pub async fn call_tool_for(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        sink: Option<ProgressSink>,
+        identity: Option<Identity>,
+    ) -> Result<ToolResult, UpstreamError> {
+        self.upstream(server)?
+            .call_tool(tool, args, sink, identity)
+            .await
     }
 
     /// [`UpstreamPool::call_tool`], sending the upstream's `notifications/progress` about this
@@ -191,7 +210,7 @@ impl UpstreamPool {
         sink: ProgressSink,
     ) -> Result<ToolResult, UpstreamError> {
         self.upstream(server)?
-            .call_tool(tool, args, Some(sink))
+            .call_tool(tool, args, Some(sink), None)
             .await
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use mcpflow_model::caller_header::HeaderTemplate;
 use mcpflow_model::{RemoteKind, RemoteServer};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -15,6 +16,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
 use crate::client::ClientEvents;
+use crate::identity::CallerHeader;
 use crate::inbound::{Inbound, Ordered};
 use crate::legacy_sse;
 use crate::session_http::SessionHttpClient;
@@ -48,6 +50,8 @@ pub(crate) struct RemoteSpec {
     /// `scheme://host:port/path`, without user info or query: for messages and logs.
     pub display: String,
     headers: IndexMap<String, String>,
+    /// The headers that name the caller (`${caller.…}`), rendered per request.
+    pub caller_headers: Arc<[CallerHeader]>,
     pub connect_timeout: Option<Duration>,
 }
 
@@ -58,6 +62,7 @@ impl RemoteSpec {
             display: display_url(&remote.url),
             url: remote.url.clone(),
             headers: remote.headers.clone(),
+            caller_headers: caller_headers(&remote.headers),
             connect_timeout: remote.connect_timeout_ms.map(Duration::from_millis),
         }
     }
@@ -95,15 +100,15 @@ impl RemoteSpec {
     fn http_client(&self, connect_timeout: Duration) -> Result<reqwest::Client, String> {
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
-            let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
-            if RESERVED_HEADERS.contains(&header.as_str()) {
-                return Err(format!(
-                    "header `{name}` is set by the MCP transport itself and cannot be configured"
-                ));
-            }
+            let header = header_name(name)?;
+            let template = HeaderTemplate::parse(value)
+                .map_err(|e| format!("the value of header `{name}` is not valid: {e}"))?;
+            // A value naming the caller is sent per request (`caller_headers`).
+            let Some(value) = template.fixed() else {
+                continue;
+            };
             // The value is never echoed: it is typically a token.
-            let mut value = HeaderValue::from_str(value).map_err(|_| {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 format!("the value of header `{name}` is not a valid HTTP header value")
             })?;
             value.set_sensitive(true);
@@ -226,6 +231,36 @@ pub(crate) fn display_url(url: &str) -> String {
     }
 }
 
+/// A configured header's name, refused when it is not one or the transport sets it itself.
+fn header_name(name: &str) -> Result<HeaderName, String> {
+    let header = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+    if RESERVED_HEADERS.contains(&header.as_str()) {
+        return Err(format!(
+            "header `{name}` is set by the MCP transport itself and cannot be configured"
+        ));
+    }
+    Ok(header)
+}
+
+/// The headers whose values name the caller. One that is not valid is left out here:
+/// `http_client` refuses the connection for it with the reason.
+fn caller_headers(headers: &IndexMap<String, String>) -> Arc<[CallerHeader]> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            let template = HeaderTemplate::parse(value).ok()?;
+            if template.fixed().is_some() {
+                return None;
+            }
+            Some(CallerHeader {
+                name: header_name(name).ok()?,
+                template,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,16 +276,44 @@ mod tests {
     }
 
     fn spec(headers: &[(&str, &str)]) -> RemoteSpec {
+        let headers: IndexMap<String, String> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         RemoteSpec {
             kind: RemoteKind::StreamableHttp,
             url: "http://u:p@localhost:1/mcp?token=t".to_string(),
             display: display_url("http://u:p@localhost:1/mcp?token=t"),
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            caller_headers: caller_headers(&headers),
+            headers,
             connect_timeout: None,
         }
+    }
+
+    #[test]
+    fn headers_naming_the_caller_are_sent_per_request_not_with_every_one() {
+        let spec = spec(&[
+            ("X-Fixed", "a $${caller.subject}"),
+            ("X-User", "${caller.subject}"),
+            ("Host", "${caller.subject}"),
+        ]);
+        let names: Vec<&str> = spec
+            .caller_headers
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        // A reserved name is never a caller header (http_client refuses the config for it).
+        assert_eq!(names, ["x-user"]);
+        let refused = spec.http_client(Duration::from_secs(1)).unwrap_err();
+        assert!(refused.contains("`Host`"), "{refused}");
+        let ok = super::tests::spec(&[
+            ("X-Fixed", "a $${caller.subject}"),
+            ("X-User", "${caller.subject}"),
+        ]);
+        assert!(ok.http_client(Duration::from_secs(1)).is_ok());
+        let bad = super::tests::spec(&[("X-User", "${caller.nothing}")]);
+        let refused = bad.http_client(Duration::from_secs(1)).unwrap_err();
+        assert!(refused.contains("names nothing of the caller"), "{refused}");
     }
 
     #[test]

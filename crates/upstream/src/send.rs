@@ -15,13 +15,14 @@ use mcpflow_telemetry::metrics::{self, Outcome};
 use mcpflow_telemetry::trace;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, JsonObject, ListToolsRequest,
-    PaginatedRequestParams, RequestMetaObject, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, ClientRequest, GetExtensions, JsonObject,
+    ListToolsRequest, PaginatedRequestParams, RequestMetaObject, ServerResult, Tool,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Connection, Sending};
 use crate::error::UpstreamError;
+use crate::identity::Identity;
 use crate::inbound::ProgressSink;
 use crate::relay::Caller;
 use crate::result::ToolResult;
@@ -39,6 +40,7 @@ pub struct SendOptions {
     cancel: Option<CancellationToken>,
     retry_unprocessed: bool,
     if_connected: bool,
+    identity: Option<Identity>,
 }
 
 impl SendOptions {
@@ -82,6 +84,13 @@ impl SendOptions {
     /// background) rather than waiting for it: for a listing, which answers with what is up.
     pub fn if_connected(mut self) -> Self {
         self.if_connected = true;
+        self
+    }
+
+    /// The request is made for `identity`: a remote upstream's `${caller.…}` headers are
+    /// rendered from it (without one they are left out).
+    pub fn identity(mut self, identity: Identity) -> Self {
+        self.identity = Some(identity);
         self
     }
 
@@ -180,10 +189,15 @@ impl Upstream {
     async fn send_on(
         &self,
         connection: &Connection,
-        request: ClientRequest,
+        mut request: ClientRequest,
         operation: &str,
         options: &SendOptions,
     ) -> Result<ServerResult, UpstreamError> {
+        if let Some(identity) = &options.identity
+            && let Some(headers) = self.caller_headers(identity)
+        {
+            request.extensions_mut().insert(headers);
+        }
         let meta = match &options.stateless {
             Some(meta) if self.speaks_2026_on(connection).await => Some(meta.clone()),
             Some(_) => {
@@ -243,11 +257,13 @@ impl Upstream {
         tool: &str,
         args: JsonObject,
         progress: Option<ProgressSink>,
+        identity: Option<Identity>,
     ) -> Result<ToolResult, UpstreamError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = SendOptions::default().retry_unprocessed();
         options.progress = progress;
+        options.identity = identity;
         match self.send(request, &options).await? {
             ServerResult::CallToolResult(result) => {
                 ToolResult::from_rmcp(result).map_err(|error| self.unusable(tool, error))

@@ -26,6 +26,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
+use crate::identity::CallerHeaders;
+
 #[derive(Clone)]
 pub(crate) struct SessionHttpClient {
     http: reqwest::Client,
@@ -116,9 +118,10 @@ impl SessionHttpClient {
     }
 }
 
-/// The request's W3C trace context (`_meta.traceparent`, put there by `send`) as HTTP headers
-/// too: collectors and proxies in front of an HTTP upstream read the header, not the body.
-fn with_trace_context(
+/// The request's own headers: those of its caller (`send` renders them, see `identity.rs`),
+/// and its W3C trace context (`_meta.traceparent`, put there by `send`) as HTTP headers too:
+/// collectors and proxies in front of an HTTP upstream read the header, not the body.
+fn with_request_headers(
     message: &ClientJsonRpcMessage,
     mut headers: HashMap<HeaderName, HeaderValue>,
 ) -> HashMap<HeaderName, HeaderValue> {
@@ -126,6 +129,11 @@ fn with_trace_context(
     let rmcp::model::JsonRpcMessage::Request(request) = message else {
         return headers;
     };
+    if let Some(caller) = CallerHeaders::of(message) {
+        for (name, value) in caller.iter() {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
     let meta = request.request.get_meta();
     let fields = [
         ("traceparent", meta.get_traceparent()),
@@ -156,7 +164,7 @@ impl StreamableHttpClient for SessionHttpClient {
             refusable(&message, session_id.as_ref()),
             session_id.is_none(),
         );
-        let custom_headers = with_trace_context(&message, custom_headers);
+        let custom_headers = with_request_headers(&message, custom_headers);
         async move {
             let response = self
                 .http
@@ -179,7 +187,7 @@ impl StreamableHttpClient for SessionHttpClient {
             refusable(&message, session_id.as_ref()),
             session_id.is_none(),
         );
-        let custom_headers = with_trace_context(&message, custom_headers);
+        let custom_headers = with_request_headers(&message, custom_headers);
         async move {
             let response = self
                 .http

@@ -22,6 +22,7 @@ use crate::catalog::Catalog;
 use crate::changes::Feeds;
 use crate::connection::Connection;
 use crate::error::UpstreamError;
+use crate::identity::{CallerHeaders, Identity};
 use crate::inbound::Inbound;
 use crate::process::CommandSpec;
 use crate::remote::RemoteSpec;
@@ -148,6 +149,16 @@ impl Upstream {
     }
 
     /// The catalog's tools, in the crate's plain view.
+    /// This upstream's `${caller.…}` headers rendered for `identity` (remote upstreams only).
+    pub(crate) fn caller_headers(&self, identity: &Identity) -> Option<CallerHeaders> {
+        match &self.transport {
+            Transport::Remote(spec) if !spec.caller_headers.is_empty() => {
+                CallerHeaders::render(&self.name, &spec.caller_headers, identity)
+            }
+            _ => None,
+        }
+    }
+
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, UpstreamError> {
         let tools = self.tools().await?;
         Ok(tools.iter().map(ToolInfo::from_rmcp).collect())

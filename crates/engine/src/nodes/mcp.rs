@@ -38,7 +38,11 @@ impl Executor<'_> {
         let result = if listened {
             self.call_with_progress(id, server, tool, args).await?
         } else {
-            let call = self.shared.pool.call_tool(server, tool, args);
+            let identity = Some(self.shared.caller.identity());
+            let call = self
+                .shared
+                .pool
+                .call_tool_for(server, tool, args, None, identity);
             tokio::select! {
                 r = call => r,
                 _ = self.shared.control.cancelled().cancelled() => {
@@ -115,10 +119,11 @@ impl Executor<'_> {
         args: serde_json::Map<String, Json>,
     ) -> Result<Result<mcpflow_upstream::ToolResult, UpstreamError>, RunError> {
         let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let identity = Some(self.shared.caller.identity());
         let call = self
             .shared
             .pool
-            .call_tool_with_progress(server, tool, args, sink);
+            .call_tool_for(server, tool, args, Some(sink), identity);
         tokio::pin!(call);
         let node_id: Arc<str> = id.into();
         loop {

@@ -174,11 +174,16 @@ pub fn fixture_with(extra: &[(&str, &[&str])], rest: &str) -> Fixture {
         .lines()
         .map(|l| format!("      {l}\n"))
         .collect();
+    // `rest` may bring servers of its own.
+    let servers = if rest.contains("mcpServers:") {
+        ""
+    } else {
+        "mcpServers: {}\n"
+    };
     let yaml = format!(
         r#"version: "1.0"
 server: {{ name: auth-test, version: "1.0.0" }}
-mcpServers: {{}}
-auth:
+{servers}auth:
   keys:
 {entries}
   jwt:
@@ -253,4 +258,100 @@ pub fn challenge(response: &reqwest::Response) -> String {
         .get("www-authenticate")
         .map(|v| v.to_str().expect("ASCII").to_owned())
         .unwrap_or_default()
+}
+
+/// The fixture upstream over Streamable HTTP on a free port: the process (killed when
+/// dropped) and its URL.
+pub struct HttpFixture {
+    child: Child,
+    pub url: String,
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn fixture_over_http() -> HttpFixture {
+    let mut child = Command::new(http_common::fixture())
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the fixture starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let url = loop {
+        let line = lines.next().expect("an address before exit").expect("text");
+        if let Some(rest) = line.strip_prefix("fixture: listening on ") {
+            break rest.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    HttpFixture { child, url }
+}
+
+/// `mcpflow serve CONFIG` over stdio with `MCPFLOW_TOKEN`, initialized: requests written one
+/// line each, answers read back by id. Killed when dropped.
+pub struct StdioClient {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    answers: Box<dyn Iterator<Item = Value> + Send>,
+}
+
+impl StdioClient {
+    pub fn start(config: &std::path::Path, token: &str) -> StdioClient {
+        let mut child = Command::new(mcpflow())
+            .args(["serve", config.to_str().expect("UTF-8")])
+            .env("MCPFLOW_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mcpflow starts");
+        let stdin = child.stdin.take().expect("piped");
+        let answers = BufReader::new(child.stdout.take().expect("piped"))
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok());
+        let mut client = StdioClient {
+            child,
+            stdin,
+            answers: Box::new(answers),
+        };
+        client.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "auth-test", "version": "0"}}}),
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    pub fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").expect("written");
+    }
+
+    /// Sends `tools/call` of `tool` as request `id`.
+    pub fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    /// The answer to request `id` (answers to other ids before it are skipped).
+    pub fn answer(&mut self, id: u64) -> Value {
+        self.answers
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to request {id}"))
+    }
+}
+
+impl Drop for StdioClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

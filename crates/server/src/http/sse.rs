@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::guard::rpc_error;
 use crate::live::LiveServer;
-use mcpflow_auth::Principal;
+use mcpflow_auth::{Credential, Principal};
 use rmcp::model::GetExtensions;
 
 /// Messages a session may have queued towards the server before a POST waits.
@@ -177,6 +177,7 @@ pub(crate) async fn post(State(state): State<Arc<LegacySse>>, request: Request) 
     };
     // Another principal's session is as unknown to this caller as a closed one.
     let poster = request.extensions().get::<Principal>().cloned();
+    let credential = request.extensions().get::<Credential>().cloned();
     if let (Some(opener), Some(poster)) = (&opener, &poster)
         && opener.subject() != poster.subject()
     {
@@ -210,6 +211,9 @@ pub(crate) async fn post(State(state): State<Arc<LegacySse>>, request: Request) 
     // The handler reads the caller from the request, as rmcp's Streamable HTTP hands it over.
     if let (ClientJsonRpcMessage::Request(r), Some(p)) = (&mut message, poster) {
         r.request.extensions_mut().insert(p);
+        if let Some(credential) = credential {
+            r.request.extensions_mut().insert(credential);
+        }
     }
     if inbox.send(message).await.is_err() {
         return rpc_error(StatusCode::NOT_FOUND, -32001, "session closed");

@@ -42,6 +42,8 @@ pub struct StdioOptions {
     /// every request is checked against its scopes as over HTTP and carries it to the handler
     /// (tool globs). `None`: no access control.
     pub principal: Option<mcpflow_auth::Principal>,
+    /// What the client presented (`MCPFLOW_TOKEN`), for upstreams marked `forwardCallerToken`.
+    pub credential: Option<mcpflow_auth::Credential>,
 }
 
 impl Default for StdioOptions {
@@ -53,6 +55,7 @@ impl Default for StdioOptions {
             max_queued_bytes: 8 * 1024 * 1024,
             write_timeout: Duration::from_secs(60),
             principal: None,
+            credential: None,
         }
     }
 }
@@ -139,6 +142,7 @@ pub(crate) struct Stdio<R> {
     writer: Option<tokio::task::JoinHandle<()>>,
     max_message_bytes: usize,
     principal: Option<mcpflow_auth::Principal>,
+    credential: Option<mcpflow_auth::Credential>,
 }
 
 impl<R: AsyncRead + Send + Unpin> Stdio<R> {
@@ -148,6 +152,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
     {
         let max_message_bytes = options.max_message_bytes;
         let principal = options.principal.clone();
+        let credential = options.credential.clone();
         let outgoing = Outgoing::new(options);
         let writer = tokio::spawn(outgoing.clone().write_all(write));
         Stdio {
@@ -159,6 +164,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             writer: Some(writer),
             max_message_bytes,
             principal,
+            credential,
         }
     }
 
@@ -241,6 +247,9 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         }
         use rmcp::model::GetExtensions;
         request.request.extensions_mut().insert(principal.clone());
+        if let Some(credential) = &self.credential {
+            request.request.extensions_mut().insert(credential.clone());
+        }
         Some(message)
     }
 
