@@ -8,12 +8,15 @@
 #   bench/auth.sh                     # 5 s per run
 #   SECONDS_PER_RUN=10 bench/auth.sh
 #   SKIP_BUILD=1 bench/auth.sh        # reuse the release binaries in $CARGO_TARGET_DIR/release
+#   INSTRUCTIONS=1 SKIP_BUILD=1 bench/auth.sh   # also callgrind's Ir per call of each mode
+#                                               # (bench/instructions.sh: repeatable under load)
 #
 # A measurement, not a test: it checks only that every call answers a result. Needs openssl
 # (the JWT's key and signature).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 need openssl "to make the JWT's key and sign it"
+[[ ${INSTRUCTIONS:-0} != 1 ]] || need jq "to label bench/instructions.sh's JSON lines"
 build_release
 machine_line
 
@@ -65,3 +68,17 @@ for mode in none key jwt; do
     wait "$server" 2>/dev/null || true
     server=
 done
+
+# Instructions per call, mode by mode: what the CPU figures above say, in a unit the machine's
+# other load does not move.
+if [[ ${INSTRUCTIONS:-0} == 1 ]]; then
+    for mode in none key jwt; do
+        case $mode in
+            none) unset MCPFLOW_BENCH_BEARER ;;
+            key) export MCPFLOW_BENCH_BEARER=$key ;;
+            jwt) export MCPFLOW_BENCH_BEARER=$token ;;
+        esac
+        CONFIG="$work/$mode.yaml" PROTOCOL=2026-07-28 SKIP_BUILD=1 bash bench/instructions.sh http |
+            jq -c --arg mode "$mode" '. + {auth: $mode}'
+    done
+fi

@@ -17,6 +17,7 @@ use crate::error::ConfigError;
 use crate::principal::{Principal, Via};
 use crate::scopes::Scopes;
 use crate::tools::ToolGlobs;
+use crate::verified::Verified;
 
 /// A key id not in the cache fetches the JWKS again, but not more often than this: a client
 /// inventing key ids cannot make this server hammer the issuer.
@@ -47,6 +48,7 @@ pub struct JwtVerifier {
     claims: Vec<String>,
     leeway: u64,
     keys: Keys,
+    verified: Verified,
 }
 
 enum Keys {
@@ -146,6 +148,7 @@ impl JwtVerifier {
             claims: config.claims.clone(),
             leeway: config.leeway_seconds.unwrap_or(30),
             keys,
+            verified: Verified::default(),
         })
     }
 
@@ -153,8 +156,12 @@ impl JwtVerifier {
         &self.issuer
     }
 
-    /// The principal a token proves, or why it proves nothing.
+    /// The principal a token proves, or why it proves nothing. A token verified in the last
+    /// minute and still unexpired is not checked again (`verified.rs`).
     pub async fn verify(&self, token: &str) -> Result<Principal, TokenRefusal> {
+        if let Some(principal) = self.verified.get(token) {
+            return Ok(principal);
+        }
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| refuse("not a JWT with a supported algorithm"))?;
         if !self.algorithms.contains(&header.alg) {
@@ -170,7 +177,19 @@ impl JwtVerifier {
         validation.leeway = self.leeway;
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key, &validation)
             .map_err(|e| refuse(describe(e.kind())))?;
-        Ok(self.principal(data.claims))
+        // `exp` is required and was checked: a number of seconds.
+        let expires = data
+            .claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let principal = self.principal(data.claims);
+        if expires.is_finite() && expires > 0.0 {
+            // Saturating: the float is a clock reading, never past u64's range in practice.
+            let valid_until = (expires as u64).saturating_add(self.leeway);
+            self.verified.keep(token, &principal, valid_until);
+        }
+        Ok(principal)
     }
 
     fn principal(&self, claims: Map<String, Value>) -> Principal {

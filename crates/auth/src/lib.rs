@@ -25,6 +25,7 @@ mod limits;
 mod principal;
 mod scopes;
 mod tools;
+mod verified;
 
 pub use credential::Credential;
 pub use endpoints::{Access, MCP_SCOPES, access, method_scope};

@@ -190,6 +190,30 @@ async fn expired_not_yet_valid_foreign_and_misaddressed_tokens_are_refused() {
     );
 }
 
+/// A token is verified once and then taken from the cache of verified tokens, but only while
+/// it is unexpired: the cache never outlives `exp`.
+#[tokio::test]
+async fn a_token_verified_before_is_refused_once_it_expires() {
+    let key = SigningKey::rsa("r1");
+    let issuer = issuer(&[&key]).await;
+    let mut config = jwt_config(&issuer.url);
+    if let Some(jwt) = config.jwt.as_mut() {
+        jwt.leeway_seconds = Some(0);
+    }
+    let base = protected(config).await;
+    let mut short = claims(ISSUER, AUDIENCE, "alice", "tools:call");
+    short["exp"] = json!(now() + 2);
+    let token = key.sign(&short);
+    for _ in 0..2 {
+        assert_eq!(call(&base, &token, "tools/call").await.status, 200);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(3_100)).await;
+    refused_as_invalid(
+        &call(&base, &token, "tools/call").await,
+        "expired after it was cached",
+    );
+}
+
 #[tokio::test]
 async fn alg_none_and_hs256_signed_with_the_public_key_are_refused() {
     let key = SigningKey::rsa("r1");
