@@ -128,6 +128,27 @@ async fn start_run(
     (status, retry, body)
 }
 
+/// `POST /rest/v1/tools/{tool}/call`: status, `Retry-After`, body.
+async fn rest_call(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+    tool: &str,
+    args: Value,
+) -> (u16, Option<String>, Value) {
+    let response = http
+        .post(format!("{base}/rest/v1/tools/{tool}/call"))
+        .bearer_auth(key)
+        .body(args.to_string())
+        .send()
+        .await
+        .expect("sent");
+    let status = response.status().as_u16();
+    let retry = retry_after(&response);
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, retry, body)
+}
+
 /// Calls `echo` as `key` until it is refused (the run that fills the limit is in flight),
 /// then checks the refusal. Fails if it is never refused: the limit is not enforced.
 async fn until_refused(http: &reqwest::Client, base: &str, key: &str) {
@@ -184,6 +205,11 @@ async fn a_principal_past_its_runs_in_flight_gets_429_while_another_is_served() 
     until_refused(&http, &base, &a).await;
     // A run started over the run API is refused alike, with a JSON error and Retry-After.
     let (status, retry, body) = start_run(&http, &base, &a, "echo", json!({})).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(retry.as_deref(), Some("1"));
+    assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
+    // And a call over the REST face.
+    let (status, retry, body) = rest_call(&http, &base, &a, "echo", json!({})).await;
     assert_eq!(status, 429, "{body}");
     assert_eq!(retry.as_deref(), Some("1"));
     assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
@@ -346,4 +372,36 @@ async fn a_waiting_session_holds_no_slot_and_its_continue_takes_one() {
     let (status, _, message) = call(&http, &base, &a, "approve_continue", arguments).await;
     assert_eq!(status, 200, "{message}");
     assert_eq!(message["result"]["isError"], json!(false), "{message}");
+}
+
+/// Calls over the REST face that race for the last slot: whether access control sees the
+/// limit first or the engine refuses the run, each refused call is a 429 with `Retry-After`,
+/// and exactly as many run as the key may have in flight.
+#[tokio::test]
+async fn rest_calls_racing_for_a_slot_are_served_or_refused_with_429() {
+    let f = limited_fixture();
+    let server = auth_support::serve(&f.config, &[]);
+    let base = server.base.clone();
+    let http = reqwest::Client::new();
+    let a = f.key("a").to_owned();
+    let calls = (0..6).map(|_| {
+        let (http, base, a) = (http.clone(), base.clone(), a.clone());
+        tokio::spawn(async move { rest_call(&http, &base, &a, "nap", json!({"ms": 1500})).await })
+    });
+    let mut served = 0;
+    for answer in futures::future::join_all(calls).await {
+        let (status, retry, body) = answer.expect("a call");
+        match status {
+            200 => {
+                assert_eq!(body["result"], json!({"slept": 1500}), "{body}");
+                served += 1;
+            }
+            429 => {
+                assert_eq!(retry.as_deref(), Some("1"), "{body}");
+                assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(served, 1, "a key with maxConcurrentRuns 1 ran {served} at once");
 }
