@@ -244,10 +244,7 @@ mod tests {
     #[test]
     fn a_call_body_is_an_object_of_arguments() {
         assert_eq!(arguments(b"  ").expect("empty"), Map::new());
-        assert_eq!(
-            arguments(br#"{"a": 1}"#).expect("object")["a"],
-            json!(1)
-        );
+        assert_eq!(arguments(br#"{"a": 1}"#).expect("object")["a"], json!(1));
         for (body, says) in [
             (&b"[1]"[..], "not an array"),
             (b"42", "not a number"),

@@ -66,7 +66,11 @@ const MATRIX: &[(Probe, Option<&str>, u16)] = &[
     (Probe::Get("/api/sessions"), Some("sessions"), 200),
     (Probe::Get("/rest/v1/tools"), Some("tools:list"), 200),
     (Probe::Get("/rest/v1/tools/echo"), Some("tools:list"), 200),
-    (Probe::Post("/rest/v1/tools/echo/call"), Some("tools:call"), 200),
+    (
+        Probe::Post("/rest/v1/tools/echo/call"),
+        Some("tools:call"),
+        200,
+    ),
     (Probe::Get("/rest/v1/health"), None, 200),
     (Probe::Get("/healthz"), None, 200),
     (Probe::Get("/readyz"), None, 200),

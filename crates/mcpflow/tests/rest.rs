@@ -81,7 +81,10 @@ fn rest_fixture() -> Fixture {
     let yaml = yaml
         .replace(
             "mcpServers: {}",
-            &format!("mcpServers:\n  fx: {{ command: \"{}\" }}", upstream.display()),
+            &format!(
+                "mcpServers:\n  fx: {{ command: \"{}\" }}",
+                upstream.display()
+            ),
         )
         .replacen(
             "  - name: \"slow\"\n",
@@ -140,7 +143,14 @@ async fn rest(
 
 async fn call(http: &reqwest::Client, base: &str, key: &str, tool: &str, args: Value) -> Answer {
     let body = args.to_string();
-    rest(http, base, Some(key), &format!("/tools/{tool}/call"), Some(&body)).await
+    rest(
+        http,
+        base,
+        Some(key),
+        &format!("/tools/{tool}/call"),
+        Some(&body),
+    )
+    .await
 }
 
 fn names(tools: &Value) -> Vec<String> {
@@ -183,14 +193,17 @@ async fn graph_and_proxied_tools_are_listed_described_and_called() {
 
     let echo = rest(&http, base, Some(key), "/tools/echo", None).await;
     assert_eq!(echo.status, 200, "{}", echo.body);
-    assert_eq!(echo.body["description"], "says back what it got, and who asked");
-    assert_eq!(echo.body["inputSchema"]["properties"]["text"]["type"], "string");
+    assert_eq!(
+        echo.body["description"],
+        "says back what it got, and who asked"
+    );
+    assert_eq!(
+        echo.body["inputSchema"]["properties"]["text"]["type"],
+        "string"
+    );
     let proxied = rest(&http, base, Some(key), "/tools/fx__fail", None).await;
     assert_eq!(proxied.status, 200, "{}", proxied.body);
-    assert_eq!(
-        proxied.body["inputSchema"]["required"],
-        json!(["message"])
-    );
+    assert_eq!(proxied.body["inputSchema"]["required"], json!(["message"]));
 
     // A graph tool: its output as `result`, `$caller` read in its expression, the time taken.
     let called = call(&http, base, key, "echo", json!({"text": "hi"})).await;
@@ -201,14 +214,20 @@ async fn graph_and_proxied_tools_are_listed_described_and_called() {
         called.body["result"],
         json!({"said": "hi", "key": "caller", "via": "apiKey"})
     );
-    let ms = called.body["processingTimeMs"].as_f64().expect("processingTimeMs");
+    let ms = called.body["processingTimeMs"]
+        .as_f64()
+        .expect("processingTimeMs");
     assert!(ms >= 0.0, "{}", called.body);
     assert!(called.body.get("session").is_none(), "{}", called.body);
     // A proxied tool through the gateway, and its tool error as `isError` with its text.
     let called = call(&http, base, key, "fx__echo", json!({"a": [1, 2]})).await;
     assert_eq!(called.status, 200, "{}", called.body);
     assert_eq!(called.body["result"], json!({"a": [1, 2]}));
-    assert!(called.body["processingTimeMs"].is_number(), "{}", called.body);
+    assert!(
+        called.body["processingTimeMs"].is_number(),
+        "{}",
+        called.body
+    );
     let failed = call(&http, base, key, "fx__fail", json!({"message": "boom"})).await;
     assert_eq!(failed.status, 200, "{}", failed.body);
     assert_eq!(failed.body["isError"], true);
@@ -249,9 +268,13 @@ async fn graph_and_proxied_tools_are_listed_described_and_called() {
         .collect();
     for tool in ["echo", "fx__echo", "fx__fail"] {
         let named = |l: &&&str| {
-            [format!("tool={tool} "), format!("tool=\"{tool}\""), format!("\"tool\":\"{tool}\"")]
-                .iter()
-                .any(|t| l.contains(t.as_str()))
+            [
+                format!("tool={tool} "),
+                format!("tool=\"{tool}\""),
+                format!("\"tool\":\"{tool}\""),
+            ]
+            .iter()
+            .any(|t| l.contains(t.as_str()))
         };
         assert!(
             audit.iter().any(|l| named(&l)),
@@ -277,21 +300,28 @@ async fn hidden_tools_scopes_and_credentials_as_over_mcp() {
     let missing_call = call(&http, base, globs, "no_such_tool", json!({})).await;
     let words = |a: &Answer, name: &str| {
         let mut error = a.body["error"].clone();
-        error["message"] = json!(error["message"]
-            .as_str()
-            .expect("a message")
-            .replace(name, "NAME"));
+        error["message"] = json!(
+            error["message"]
+                .as_str()
+                .expect("a message")
+                .replace(name, "NAME")
+        );
         (a.status, error)
     };
     assert_eq!(words(&hidden, "secret_report").0, 404, "{}", hidden.body);
-    assert_eq!(words(&hidden, "secret_report"), words(&missing, "no_such_tool"));
+    assert_eq!(
+        words(&hidden, "secret_report"),
+        words(&missing, "no_such_tool")
+    );
     assert_eq!(words(&hidden_call, "secret_report").0, 404);
     assert_eq!(
         words(&hidden_call, "secret_report"),
         words(&missing_call, "no_such_tool")
     );
     assert_eq!(hidden_call.body["error"]["code"], "unknown_tool");
-    let said = missing_call.body["error"]["message"].as_str().expect("message");
+    let said = missing_call.body["error"]["message"]
+        .as_str()
+        .expect("message");
     assert!(!said.contains("secret_report"), "{said}");
     // The admin sees and calls it, and the authoring tools too.
     let admin = f.key("admin");
@@ -323,7 +353,11 @@ async fn hidden_tools_scopes_and_credentials_as_over_mcp() {
         let a = rest(&http, base, key, path, body).await;
         assert_eq!(a.status, expected, "{key:?} {path}: {}", a.body);
         match expected {
-            401 => assert!(a.challenge.contains("resource_metadata="), "{}", a.challenge),
+            401 => assert!(
+                a.challenge.contains("resource_metadata="),
+                "{}",
+                a.challenge
+            ),
             403 => assert!(
                 a.challenge.contains("error=\"insufficient_scope\""),
                 "{}",
@@ -337,7 +371,10 @@ async fn hidden_tools_scopes_and_credentials_as_over_mcp() {
     }
     // Health is public: a probe carries no credential.
     let health = rest(&http, base, None, "/health", None).await;
-    assert_eq!((health.status, &health.body["healthy"]), (200, &json!(true)));
+    assert_eq!(
+        (health.status, &health.body["healthy"]),
+        (200, &json!(true))
+    );
 }
 
 #[tokio::test]
@@ -354,7 +391,10 @@ async fn a_rate_limited_key_gets_429_while_another_is_served() {
             break a;
         }
         assert_eq!(a.status, 200, "{}", a.body);
-        assert!(Instant::now() < deadline, "never refused: the limit is not enforced");
+        assert!(
+            Instant::now() < deadline,
+            "never refused: the limit is not enforced"
+        );
     };
     let seconds: u64 = refused
         .retry_after
@@ -381,7 +421,9 @@ async fn a_run_that_waits_answers_its_session_to_continue_over_the_run_api() {
     assert_eq!(waiting.body["isError"], false);
     assert_eq!(waiting.body["result"]["status"], "waiting");
     assert_eq!(waiting.body["result"]["message"], "approve?");
-    let id = waiting.body["session"]["id"].as_str().expect("a session id");
+    let id = waiting.body["session"]["id"]
+        .as_str()
+        .expect("a session id");
     assert_eq!(waiting.body["result"]["sessionId"], id);
     assert!(waiting.body["runId"].is_string(), "{}", waiting.body);
     let continue_at = waiting.body["session"]["continue"]
@@ -400,5 +442,9 @@ async fn a_run_that_waits_answers_its_session_to_continue_over_the_run_api() {
     let done = post(key).await.expect("sent");
     assert_eq!(done.status(), 200);
     let done: Value = done.json().await.expect("JSON");
-    assert_eq!(done["result"], json!({"ok": true, "by": "caller"}), "{done}");
+    assert_eq!(
+        done["result"],
+        json!({"ok": true, "by": "caller"}),
+        "{done}"
+    );
 }

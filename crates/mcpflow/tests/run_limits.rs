@@ -403,5 +403,8 @@ async fn rest_calls_racing_for_a_slot_are_served_or_refused_with_429() {
             other => panic!("{other}: {body}"),
         }
     }
-    assert_eq!(served, 1, "a key with maxConcurrentRuns 1 ran {served} at once");
+    assert_eq!(
+        served, 1,
+        "a key with maxConcurrentRuns 1 ran {served} at once"
+    );
 }

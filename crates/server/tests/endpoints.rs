@@ -55,7 +55,11 @@ fn the_listeners_own_endpoints_declare_theirs() {
             Access::Public,
         ),
         ("GET", "/rest/v1/tools", Access::Scope(Scope::ToolsList)),
-        ("GET", "/rest/v1/tools/echo", Access::Scope(Scope::ToolsList)),
+        (
+            "GET",
+            "/rest/v1/tools/echo",
+            Access::Scope(Scope::ToolsList),
+        ),
         ("POST", "/rest/v1/tools/echo/call", Access::ToolCall),
         ("GET", "/rest/v1/health", Access::Public),
     ] {

@@ -80,8 +80,14 @@ impl Bridge {
         );
         let mut headers = vec![
             (header::CONTENT_TYPE, "application/json".to_owned()),
-            (header::ACCEPT, "application/json, text/event-stream".to_owned()),
-            (HeaderName::from_static("mcp-protocol-version"), VERSION.into()),
+            (
+                header::ACCEPT,
+                "application/json, text/event-stream".to_owned(),
+            ),
+            (
+                HeaderName::from_static("mcp-protocol-version"),
+                VERSION.into(),
+            ),
             (HeaderName::from_static("mcp-method"), method.into()),
         ];
         if let Some(name) = params.get("name").and_then(Value::as_str) {
@@ -146,7 +152,10 @@ impl McpEndpoint for Bridge {
     }
 
     fn health(&self) -> BoxFuture<'static, Result<String, String>> {
-        Box::pin(super::ready(self.stopping.load(Ordering::Relaxed), self.readiness.clone()))
+        Box::pin(super::ready(
+            self.stopping.load(Ordering::Relaxed),
+            self.readiness.clone(),
+        ))
     }
 }
 
