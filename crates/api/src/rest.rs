@@ -59,7 +59,8 @@ pub struct ToolAnswer {
     /// The tool reported a failure (its arguments did not match, its run failed, a hook
     /// rejected the call, an upstream answered an error).
     pub is_error: bool,
-    /// Its structured result when it gave one, else its content blocks.
+    /// Its result as JSON: a graph tool's output whatever its type, another tool's structured
+    /// result when it gave one, else its content blocks.
     pub result: Json,
     /// The text of an error's content, for a client that only wants to show it.
     pub error: Option<String>,

@@ -26,6 +26,13 @@ const TOOLS: &str = r#"tools:
         transform: { expr: '{"said": entry.text, "key": $caller.key, "via": $caller.via}' }
         next: exit
       - { id: exit, type: exit }
+  - name: count
+    description: how many words, a number rather than an object
+    inputSchema: { type: object, properties: { words: { type: array } } }
+    nodes:
+      - { id: entry, type: entry, next: n }
+      - { id: n, type: transform, transform: { expr: '$count(entry.words)' }, next: exit }
+      - { id: exit, type: exit }
   - name: secret_report
     description: only some keys may see this
     inputSchema: { type: object }
@@ -219,6 +226,9 @@ async fn graph_and_proxied_tools_are_listed_described_and_called() {
         .expect("processingTimeMs");
     assert!(ms >= 0.0, "{}", called.body);
     assert!(called.body.get("session").is_none(), "{}", called.body);
+    // An output that is not an object is given back as itself, not as MCP's text block.
+    let counted = call(&http, base, key, "count", json!({"words": ["a", "b"]})).await;
+    assert_eq!((counted.status, &counted.body["result"]), (200, &json!(2)));
     // A proxied tool through the gateway, and its tool error as `isError` with its text.
     let called = call(&http, base, key, "fx__echo", json!({"a": [1, 2]})).await;
     assert_eq!(called.status, 200, "{}", called.body);

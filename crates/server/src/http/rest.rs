@@ -144,10 +144,11 @@ impl McpEndpoint for Bridge {
         params.insert("name".into(), json!(tool));
         params.insert("arguments".into(), Value::Object(arguments));
         let answer = self.send(request, "tools/call", params);
-        let (tool, may_wait) = (tool.to_owned(), may_wait(&self.live.current(), tool));
+        let kind = Kind::of(&self.live.current(), tool);
+        let tool = tool.to_owned();
         Box::pin(async move {
             let result = answer.await.map_err(refusal)?;
-            tool_answer(&tool, result, may_wait)
+            tool_answer(&tool, result, kind)
         })
     }
 
@@ -159,12 +160,26 @@ impl McpEndpoint for Bridge {
     }
 }
 
-/// Whether a call of `tool` can end waiting for input: a graph tool that can wait, or its
-/// `_continue` companion (which answers the next wait).
-fn may_wait(server: &GraphServer, tool: &str) -> bool {
-    let engine = server.engine();
-    let can_wait = |name: &str| engine.graph(name).is_some_and(|g| g.can_wait());
-    can_wait(tool) || tool.strip_suffix("_continue").is_some_and(can_wait)
+/// What the answer of a tool can be read as, besides a plain `CallToolResult`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Kind {
+    /// A graph tool: an output that is not an object came as one text block of JSON
+    /// (`result.rs`), which a REST client gets back as the value it is.
+    graph: bool,
+    /// It can end waiting for input: a graph tool that can wait, or its `_continue`
+    /// companion (which answers the next wait).
+    may_wait: bool,
+}
+
+impl Kind {
+    fn of(server: &GraphServer, tool: &str) -> Kind {
+        let engine = server.engine();
+        let can_wait = |name: &str| engine.graph(name).is_some_and(|g| g.can_wait());
+        Kind {
+            graph: engine.graph(tool).is_some(),
+            may_wait: can_wait(tool) || tool.strip_suffix("_continue").is_some_and(can_wait),
+        }
+    }
 }
 
 fn refusal((code, message): RpcError) -> Refusal {
@@ -180,7 +195,7 @@ fn refusal((code, message): RpcError) -> Refusal {
 }
 
 /// A `CallToolResult` (as JSON) in plain terms.
-fn tool_answer(tool: &str, mut result: Value, may_wait: bool) -> Result<ToolAnswer, Refusal> {
+fn tool_answer(tool: &str, mut result: Value, kind: Kind) -> Result<ToolAnswer, Refusal> {
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
         // Only a proxied upstream can ask this of a caller that declared no elicitation.
         return Err(Refusal::Failed(format!(
@@ -200,7 +215,7 @@ fn tool_answer(tool: &str, mut result: Value, may_wait: bool) -> Result<ToolAnsw
     let error = is_error.then(|| text_of(&content));
     let waiting = structured
         .as_ref()
-        .filter(|_| may_wait && !is_error)
+        .filter(|_| kind.may_wait && !is_error)
         .filter(|s| s.get("status").and_then(Value::as_str) == Some("waiting"))
         .and_then(|s| {
             Some(Waiting {
@@ -208,12 +223,33 @@ fn tool_answer(tool: &str, mut result: Value, may_wait: bool) -> Result<ToolAnsw
                 run_id: s.get("runId").and_then(Value::as_str).map(str::to_owned),
             })
         });
+    let result = match structured {
+        Some(s) => s,
+        None if kind.graph && !is_error => graph_output(content),
+        None => content,
+    };
     Ok(ToolAnswer {
         is_error,
-        result: structured.unwrap_or(content),
+        result,
         error,
         waiting,
     })
+}
+
+/// A graph tool's output that is not an object, from the one text block it came as; the
+/// blocks as they are when they are not that (a post hook rewrote them).
+fn graph_output(content: Value) -> Value {
+    let [block] = content.as_array().map(Vec::as_slice).unwrap_or_default() else {
+        return content;
+    };
+    let text = block
+        .get("text")
+        .and_then(Value::as_str)
+        .filter(|_| block.get("type").and_then(Value::as_str) == Some("text"));
+    match text.map(serde_json::from_str::<Value>) {
+        Some(Ok(value)) => value,
+        _ => content,
+    }
 }
 
 /// The text blocks of a result's content, one per line.
@@ -400,7 +436,11 @@ mod tests {
     fn results_read_as_plain_answers() {
         let waiting = json!({"content": [], "isError": false, "structuredContent":
             {"status": "waiting", "sessionId": "s", "runId": "r"}});
-        let answer = tool_answer("t", waiting.clone(), true).expect("answer");
+        let waits = Kind {
+            graph: true,
+            may_wait: true,
+        };
+        let answer = tool_answer("t", waiting.clone(), waits).expect("answer");
         assert_eq!(
             answer.waiting,
             Some(Waiting {
@@ -409,12 +449,23 @@ mod tests {
             })
         );
         // A tool that cannot wait only looks like it.
-        assert_eq!(tool_answer("t", waiting, false).expect("a").waiting, None);
+        let plain = Kind::default();
+        assert_eq!(tool_answer("t", waiting, plain).expect("a").waiting, None);
         let failed = json!({"content": [{"type": "text", "text": "boom"}], "isError": true});
-        let answer = tool_answer("t", failed, false).expect("answer");
+        let answer = tool_answer("t", failed.clone(), waits).expect("answer");
         assert!(answer.is_error);
         assert_eq!(answer.error.as_deref(), Some("boom"));
         assert_eq!(answer.result, json!([{"type": "text", "text": "boom"}]));
+        // A graph tool's output that is not an object is given back as itself; another tool's
+        // text stays content.
+        let listed = json!({"content": [{"type": "text", "text": "[2,4]"}]});
+        let answer = tool_answer("t", listed.clone(), waits).expect("answer");
+        assert_eq!(answer.result, json!([2, 4]));
+        let answer = tool_answer("t", listed.clone(), plain).expect("answer");
+        assert_eq!(answer.result, listed["content"]);
+        let prose = json!({"content": [{"type": "text", "text": "not json"}]});
+        let answer = tool_answer("t", prose.clone(), waits).expect("answer");
+        assert_eq!(answer.result, prose["content"]);
         assert_eq!(
             refusal((-32602, "unknown tool `x`; this server has: a".into())),
             Refusal::UnknownTool("unknown tool `x`; this server has: a".into())
