@@ -111,9 +111,10 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
-    // A call (over MCP or REST) while the caller has all the runs it may is refused here, where
-    // the status can still be 429: behind rmcp the answer is a JSON-RPC message inside a 200. The run itself
-    // takes its slot in the engine (`Caller::admit`), which a call racing this check meets.
+    // A call (over MCP or REST) while the caller has all the runs it may is refused here,
+    // where the status can still be 429: behind rmcp the answer is a JSON-RPC message inside a
+    // 200. The run itself takes its slot in the engine (`Caller::admit`), which a call racing
+    // this check meets (the REST face turns that refusal into a 429 too).
     // Proxied tools run no graph and take no slot, but the body is not read this far, so a
     // call of one waits with the rest; the per-second limit is what bounds them.
     if calls && principal.run_quota().is_some_and(RunQuota::is_full) {
