@@ -1,7 +1,7 @@
 //! Runs in flight per principal (issue #18, `maxConcurrentRuns`), against `mcpflow serve
 //! --http` on a real port: a key at its limit gets 429 with `Retry-After` for the next call
-//! over MCP and for a run started over the run API, while another key is served; its slot is
-//! back once its run ends, is stopped, or its client goes away.
+//! over MCP, over the REST face and for a run started over the run API, while another key is
+//! served; its slot is back once its run ends, is stopped, or its client goes away.
 
 mod auth_support;
 mod http_common;
@@ -376,7 +376,8 @@ async fn a_waiting_session_holds_no_slot_and_its_continue_takes_one() {
 
 /// Calls over the REST face that race for the last slot: whether access control sees the
 /// limit first or the engine refuses the run, each refused call is a 429 with `Retry-After`,
-/// and exactly as many run as the key may have in flight.
+/// and exactly as many run as the key may have in flight; a REST client that goes away
+/// mid-run gives its slot back.
 #[tokio::test]
 async fn rest_calls_racing_for_a_slot_are_served_or_refused_with_429() {
     let f = limited_fixture();
@@ -407,4 +408,14 @@ async fn rest_calls_racing_for_a_slot_are_served_or_refused_with_429() {
         served, 1,
         "a key with maxConcurrentRuns 1 ran {served} at once"
     );
+
+    // A REST client that goes away mid-run gives its slot back, as an MCP client does.
+    let gone = {
+        let (http, base, a) = (http.clone(), base.clone(), a.clone());
+        tokio::spawn(async move { rest_call(&http, &base, &a, "nap", json!({"ms": 60000})).await })
+    };
+    until_refused(&http, &base, &a).await;
+    gone.abort();
+    let _ = gone.await;
+    until_served(&http, &base, &a, "its REST client went away").await;
 }
