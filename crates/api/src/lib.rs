@@ -28,7 +28,9 @@
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
 //!
-//! `/metrics` (Prometheus, OpenMetrics text) is here too, beside the API ([`metrics`]).
+//! `/metrics` (Prometheus, OpenMetrics text) is here too, beside the API ([`metrics`]), and
+//! the REST face of the MCP endpoint ([`rest`], under `/rest/v1`, in the same document), which
+//! `server` mounts with its own MCP endpoint to ask.
 //!
 //! This crate frames no MCP message; `server` mounts its router.
 
@@ -38,6 +40,7 @@ mod graph;
 mod http;
 pub mod metrics;
 pub mod registry;
+pub mod rest;
 mod runs;
 mod sessions;
 mod stream;

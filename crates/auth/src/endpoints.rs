@@ -14,6 +14,9 @@ pub enum Access {
     /// An MCP endpoint: a POST needs the scope of its JSON-RPC method ([`method_scope`]); a
     /// GET (a listening stream) or DELETE (end of a session) needs any MCP scope.
     Mcp,
+    /// A tool's call outside MCP (the REST face): `tools:call`, and, as for an MCP
+    /// `tools/call`, 429 while the caller has all the runs in flight it may have.
+    ToolCall,
 }
 
 /// `None` matches every HTTP method.
@@ -43,10 +46,11 @@ use Access::{Mcp, Public};
 const RUNS_READ: Access = Access::Scope(Scope::RunsRead);
 const DEBUG: Access = Access::Scope(Scope::Debug);
 const SESSIONS: Access = Access::Scope(Scope::Sessions);
+const TOOLS_LIST: Access = Access::Scope(Scope::ToolsList);
 
 /// Every endpoint of `mcpflow serve --http`, in the order a reader meets them: MCP, probes,
-/// OAuth metadata, metrics, the web UI, then the run API (`mcpflow_api`'s OpenAPI document; a
-/// test checks that each of its paths is here).
+/// OAuth metadata, metrics, the web UI, then the run API and the REST face (`mcpflow_api`'s
+/// OpenAPI document; a test checks that each of its paths is here).
 const ENDPOINTS: &[Endpoint] = &[
     any("/mcp", Mcp),
     any("/mcp/{*rest}", Mcp),
@@ -79,6 +83,12 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/api/sessions", SESSIONS),
     any("/api/sessions/{id}/continue", SESSIONS),
     any("/api/sessions/{id}/cancel", SESSIONS),
+    // The REST face of the MCP endpoint asks what the MCP methods it stands for ask; its
+    // health tells what /readyz tells, to a probe that carries no credential.
+    any("/rest/v1/tools", TOOLS_LIST),
+    any("/rest/v1/tools/{name}", TOOLS_LIST),
+    any("/rest/v1/tools/{name}/call", Access::ToolCall),
+    any("/rest/v1/health", Public),
 ];
 
 /// What `method path` needs, or `None` for an endpoint nobody declared.
@@ -161,6 +171,14 @@ mod tests {
             access("GET", "/metrics"),
             Some(Access::Scope(Scope::Metrics))
         );
+        assert_eq!(access("GET", "/rest/v1/tools"), Some(TOOLS_LIST));
+        assert_eq!(access("GET", "/rest/v1/tools/echo"), Some(TOOLS_LIST));
+        assert_eq!(
+            access("POST", "/rest/v1/tools/echo/call"),
+            Some(Access::ToolCall)
+        );
+        assert_eq!(access("GET", "/rest/v1/health"), Some(Public));
+        assert_eq!(access("GET", "/rest/v1/tools/echo/call/more"), None);
         assert_eq!(access("GET", "/admin"), None);
         assert_eq!(access("GET", "/api/nothing"), None);
     }

@@ -61,6 +61,11 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             let checked = auth.check(&principal, scope);
             (request, checked)
         }
+        Access::ToolCall => {
+            calls = true;
+            let checked = auth.check(&principal, Scope::ToolsCall);
+            (request, checked)
+        }
         Access::Mcp if request.method() == Method::POST => {
             let (parts, body) = request.into_parts();
             // The guard in front has read and bounded the body already: this is a copy in
@@ -108,9 +113,10 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
         return response;
     }
-    // A call while the caller has all the runs it may is refused here, where the status can
-    // still be 429: behind rmcp the answer is a JSON-RPC message inside a 200. The run itself
-    // takes its slot in the engine (`Caller::admit`), which a call racing this check meets.
+    // A call (over MCP or REST) while the caller has all the runs it may is refused here,
+    // where the status can still be 429: behind rmcp the answer is a JSON-RPC message inside a
+    // 200. The run itself takes its slot in the engine (`Caller::admit`), which a call racing
+    // this check meets (the REST face turns that refusal into a 429 too).
     // Proxied tools run no graph and take no slot, but the body is not read this far, so a
     // call of one waits with the rest; the per-second limit is what bounds them.
     if calls && principal.run_quota().is_some_and(RunQuota::is_full) {

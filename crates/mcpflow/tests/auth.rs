@@ -64,6 +64,14 @@ const MATRIX: &[(Probe, Option<&str>, u16)] = &[
     (Probe::Get("/api/runs/nope"), Some("runs:read"), 404),
     (Probe::Post("/api/runs/nope/pause"), Some("debug"), 404),
     (Probe::Get("/api/sessions"), Some("sessions"), 200),
+    (Probe::Get("/rest/v1/tools"), Some("tools:list"), 200),
+    (Probe::Get("/rest/v1/tools/echo"), Some("tools:list"), 200),
+    (
+        Probe::Post("/rest/v1/tools/echo/call"),
+        Some("tools:call"),
+        200,
+    ),
+    (Probe::Get("/rest/v1/health"), None, 200),
     (Probe::Get("/healthz"), None, 200),
     (Probe::Get("/readyz"), None, 200),
     (

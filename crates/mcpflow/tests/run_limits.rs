@@ -1,7 +1,7 @@
 //! Runs in flight per principal (issue #18, `maxConcurrentRuns`), against `mcpflow serve
 //! --http` on a real port: a key at its limit gets 429 with `Retry-After` for the next call
-//! over MCP and for a run started over the run API, while another key is served; its slot is
-//! back once its run ends, is stopped, or its client goes away.
+//! over MCP, over the REST face and for a run started over the run API, while another key is
+//! served; its slot is back once its run ends, is stopped, or its client goes away.
 
 mod auth_support;
 mod http_common;
@@ -149,6 +149,27 @@ async fn until_running(http: &reqwest::Client, base: &str, key: &str, tool: &str
     }
 }
 
+/// `POST /rest/v1/tools/{tool}/call`: status, `Retry-After`, body.
+async fn rest_call(
+    http: &reqwest::Client,
+    base: &str,
+    key: &str,
+    tool: &str,
+    args: Value,
+) -> (u16, Option<String>, Value) {
+    let response = http
+        .post(format!("{base}/rest/v1/tools/{tool}/call"))
+        .bearer_auth(key)
+        .body(args.to_string())
+        .send()
+        .await
+        .expect("sent");
+    let status = response.status().as_u16();
+    let retry = retry_after(&response);
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, retry, body)
+}
+
 /// Calls `echo` as `key` until it is refused (the run that fills the limit is in flight),
 /// then checks the refusal. Fails if it is never refused: the limit is not enforced.
 async fn until_refused(http: &reqwest::Client, base: &str, key: &str) {
@@ -207,6 +228,11 @@ async fn a_principal_past_its_runs_in_flight_gets_429_while_another_is_served() 
     until_refused(&http, &base, &a).await;
     // A run started over the run API is refused alike, with a JSON error and Retry-After.
     let (status, retry, body) = start_run(&http, &base, &a, "echo", json!({})).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(retry.as_deref(), Some("1"));
+    assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
+    // And a call over the REST face.
+    let (status, retry, body) = rest_call(&http, &base, &a, "echo", json!({})).await;
     assert_eq!(status, 429, "{body}");
     assert_eq!(retry.as_deref(), Some("1"));
     assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
@@ -342,4 +368,52 @@ async fn a_waiting_session_holds_no_slot_and_its_continue_takes_one() {
     let (status, _, message) = call(&http, &base, &a, "approve_continue", arguments).await;
     assert_eq!(status, 200, "{message}");
     assert_eq!(message["result"]["isError"], json!(false), "{message}");
+}
+
+/// Calls over the REST face that race for the last slot: whether access control sees the
+/// limit first or the engine refuses the run, each refused call is a 429 with `Retry-After`,
+/// and exactly as many run as the key may have in flight; a REST client that goes away
+/// mid-run gives its slot back.
+#[tokio::test]
+async fn rest_calls_racing_for_a_slot_are_served_or_refused_with_429() {
+    let f = limited_fixture();
+    let server = auth_support::serve(&f.config, &[]);
+    let base = server.base.clone();
+    let http = reqwest::Client::new();
+    let a = f.key("a").to_owned();
+    let calls = (0..6).map(|_| {
+        let (http, base, a) = (http.clone(), base.clone(), a.clone());
+        // Long enough that all six arrive while the first still runs, even on a loaded machine.
+        tokio::spawn(async move { rest_call(&http, &base, &a, "nap", json!({"ms": 5000})).await })
+    });
+    let mut served = 0;
+    for answer in futures::future::join_all(calls).await {
+        let (status, retry, body) = answer.expect("a call");
+        match status {
+            200 => {
+                assert_eq!(body["result"], json!({"slept": 5000}), "{body}");
+                served += 1;
+            }
+            429 => {
+                assert_eq!(retry.as_deref(), Some("1"), "{body}");
+                assert_eq!(body["error"]["code"], "too_many_runs", "{body}");
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(
+        served, 1,
+        "a key with maxConcurrentRuns 1 ran {served} at once"
+    );
+
+    // A REST client that goes away mid-run gives its slot back, as an MCP client does.
+    let gone = {
+        let (http, base, a) = (http.clone(), base.clone(), a.clone());
+        tokio::spawn(async move { rest_call(&http, &base, &a, "nap", json!({"ms": 60000})).await })
+    };
+    until_running(&http, &base, &a, "nap").await;
+    until_refused(&http, &base, &a).await;
+    gone.abort();
+    let _ = gone.await;
+    until_served(&http, &base, &a, "its REST client went away").await;
 }

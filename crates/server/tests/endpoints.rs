@@ -1,8 +1,12 @@
 //! Every endpoint the listener serves declares the access it needs in `mcpflow_auth`'s one
-//! table: each path and method of the run API's OpenAPI document, and the listener's own.
+//! table: each path and method of the OpenAPI document (the run API and the REST face), and
+//! the listener's own.
 //! (An undeclared one is refused 404 at run time; this says which, before any request.)
 
 use serde_json::Value;
+
+/// The document's operations that are public by design: a health probe carries no credential.
+const PUBLIC: &[&str] = &["get /rest/v1/health"];
 
 #[test]
 fn every_run_api_operation_declares_its_access() {
@@ -18,7 +22,9 @@ fn every_run_api_operation_declares_its_access() {
             // `{id}` stands for any one segment, as a request's would.
             let concrete = path.replace('{', "x").replace('}', "");
             match mcpflow_auth::access(&method.to_uppercase(), &concrete) {
-                Some(mcpflow_auth::Access::Public) => {
+                Some(mcpflow_auth::Access::Public)
+                    if !PUBLIC.contains(&format!("{method} {path}").as_str()) =>
+                {
                     undeclared.push(format!("{method} {path} is public"))
                 }
                 Some(_) => {}
@@ -48,6 +54,14 @@ fn the_listeners_own_endpoints_declare_theirs() {
             "/.well-known/oauth-protected-resource/mcp",
             Access::Public,
         ),
+        ("GET", "/rest/v1/tools", Access::Scope(Scope::ToolsList)),
+        (
+            "GET",
+            "/rest/v1/tools/echo",
+            Access::Scope(Scope::ToolsList),
+        ),
+        ("POST", "/rest/v1/tools/echo/call", Access::ToolCall),
+        ("GET", "/rest/v1/health", Access::Public),
     ] {
         assert_eq!(access(method, path), Some(expected), "{method} {path}");
     }

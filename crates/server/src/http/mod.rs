@@ -5,7 +5,9 @@
 //! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
 //! every route (`guard`), bounds the sessions (`sessions`) and the connections (`conns`: header
 //! deadline, a cap below the open-file limit), routes and shuts down gracefully. The run API
-//! (`mcpflow_api`, under `/api`) is mounted behind the same guard when the options carry it.
+//! (`mcpflow_api`, under `/api`) is mounted behind the same guard when the options carry it,
+//! and with it the REST face (`/rest/v1`), which reaches the tools through `/mcp`'s own
+//! service (`rest`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -26,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 mod conns;
 mod guard;
 mod origin;
+mod rest;
 mod sessions;
 mod sse;
 
@@ -136,6 +139,18 @@ pub(crate) fn new_session_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether the server can do its job, for `/readyz` and the REST face's health: not while it
+/// shuts down, else what `readiness` says.
+async fn ready(stopping: bool, readiness: Option<ReadinessCheck>) -> Result<String, String> {
+    if stopping {
+        return Err("shutting down".to_owned());
+    }
+    match readiness {
+        None => Ok(String::new()),
+        Some(check) => check().await,
+    }
+}
+
 /// A bound, not yet serving, HTTP listener: bind first so the caller can print the address
 /// (port 0 picks a free one).
 pub struct HttpListener {
@@ -192,6 +207,12 @@ impl HttpListener {
         let bounded = Arc::new(BoundedSessions::new(manager, limits.max_sessions));
         let mcp =
             StreamableHttpService::new(move || Ok(mcp_server.clone()), bounded.clone(), config);
+        let rest = options.api.is_some().then(|| rest::Bridge {
+            mcp: mcp.clone(),
+            live: server.clone(),
+            readiness: options.readiness.clone(),
+            stopping: stopping.clone(),
+        });
         let legacy = Arc::new(LegacySse::new(
             server,
             limits.max_sessions,
@@ -216,27 +237,20 @@ impl HttpListener {
                     .layer(axum::middleware::from_fn(crate::caller::for_api)),
             );
         }
-        let ready = stopping.clone();
+        if let Some(rest) = rest {
+            protocol = protocol.merge(mcpflow_api::rest::router(Arc::new(rest)));
+        }
+        let stopping_now = stopping.clone();
         let readiness = options.readiness.clone();
         let app = protocol.route("/healthz", get(|| async { "ok\n" })).route(
             "/readyz",
             get(move || {
-                let stopping = ready.load(Ordering::Relaxed);
-                let readiness = readiness.clone();
+                let answer = ready(stopping_now.load(Ordering::Relaxed), readiness.clone());
                 async move {
-                    if stopping {
-                        return (
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "shutting down\n".to_owned(),
-                        );
-                    }
-                    match readiness {
-                        None => (StatusCode::OK, "ready\n".to_owned()),
-                        Some(check) => match check().await {
-                            Ok(note) if note.is_empty() => (StatusCode::OK, "ready\n".to_owned()),
-                            Ok(note) => (StatusCode::OK, format!("ready\n{note}\n")),
-                            Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
-                        },
+                    match answer.await {
+                        Ok(note) if note.is_empty() => (StatusCode::OK, "ready\n".to_owned()),
+                        Ok(note) => (StatusCode::OK, format!("ready\n{note}\n")),
+                        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
                     }
                 }
             }),
