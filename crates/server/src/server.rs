@@ -288,6 +288,7 @@ impl GraphServer {
             tracing::debug!(tool = name, "concurrent runs limit reached");
             return Err(McpError::new(TOO_MANY_RUNS, e.message.clone(), None));
         }
+        options.note_run(&run.id);
         if let Some(e) = run.error() {
             tracing::warn!(run = %run.id, tool = name, error = %e, "run failed");
         } else {
@@ -299,7 +300,7 @@ impl GraphServer {
 
 /// The JSON-RPC error code of a call refused for its caller's runs in flight: in the range
 /// JSON-RPC leaves to servers, the one the HTTP refusals of access control use.
-const TOO_MANY_RUNS: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32001);
+pub(crate) const TOO_MANY_RUNS: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32001);
 
 /// Tool names an unknown tool's error lists before it says "and N more".
 const NAMES_IN_ERROR: usize = 50;
