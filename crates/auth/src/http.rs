@@ -75,7 +75,12 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
                 Err(response) => return response,
             };
             let response = refuse(&auth, &parts.headers, mcp, refusal);
-            return refused(response, outcome, None, called_tools(&read_messages(&bytes)));
+            return refused(
+                response,
+                outcome,
+                None,
+                called_tools(&read_messages(&bytes)),
+            );
         }
     };
     // The messages of an MCP POST; the tools they call are named only if they are refused.

@@ -68,7 +68,12 @@ pub struct AuditArgs {
 
 /// `mcpflow audit`: the calls the store kept, the newest first.
 pub async fn audit(args: AuditArgs) -> ExitCode {
-    let since_ms = match args.since.as_deref().map(|s| since(s, now_ms())).transpose() {
+    let since_ms = match args
+        .since
+        .as_deref()
+        .map(|s| since(s, now_ms()))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("mcpflow: --since: {e}");
@@ -203,7 +208,14 @@ mod tests {
         assert_eq!(since("2026-11-26T12:00:00Z", 0), Ok(1_795_694_400_000));
         assert_eq!(since("2000-02-29T00:00:00.123Z", 0), Ok(951_782_400_123));
         assert_eq!(since("1970-01-01", 0), Ok(0));
-        for bad in ["", "12", "3w", "yesterday", "2026-13-01", "2026-11-26T12:00:00"] {
+        for bad in [
+            "",
+            "12",
+            "3w",
+            "yesterday",
+            "2026-13-01",
+            "2026-11-26T12:00:00",
+        ] {
             assert!(since(bad, now).is_err(), "{bad}");
         }
         for ms in [0, 951_782_400_123, 1_795_694_400_000] {

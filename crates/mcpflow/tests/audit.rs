@@ -69,7 +69,10 @@ fn audit_fixture() -> auth_support::Fixture {
             "  - name: \"busy\"\n    maxConcurrentRuns: 1\n",
             1,
         );
-    assert!(yaml.contains("rateLimit") && yaml.contains("maxConcurrentRuns"), "{yaml}");
+    assert!(
+        yaml.contains("rateLimit") && yaml.contains("maxConcurrentRuns"),
+        "{yaml}"
+    );
     std::fs::write(&f.config, yaml).expect("config written");
     f
 }
@@ -131,7 +134,10 @@ fn cli_json(args: &[&str]) -> Value {
 fn assert_no_secret(text: &str, f: &auth_support::Fixture, what: &str) {
     assert!(!text.contains(SECRET_ARG), "an argument value in {what}");
     assert!(!text.contains("mcpf_"), "a key in {what}");
-    assert!(!text.contains(&WRONG_KEY[WRONG_KEY.len() - 32..]), "a key in {what}");
+    assert!(
+        !text.contains(&WRONG_KEY[WRONG_KEY.len() - 32..]),
+        "a key in {what}"
+    );
     for (_, key) in &f.keys {
         assert!(!text.contains(&key[key.len() - 32..]), "a key in {what}");
     }
@@ -155,7 +161,11 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         call_params("echo", json!({"text": SECRET_ARG})),
     )
     .await;
-    assert_eq!((status, &m["result"]["isError"]), (200, &json!(false)), "{m}");
+    assert_eq!(
+        (status, &m["result"]["isError"]),
+        (200, &json!(false)),
+        "{m}"
+    );
     // A proxied tool's call.
     let (status, _, m) = mcp(
         &http,
@@ -165,7 +175,11 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         call_params("fx__echo", json!({"secret": SECRET_ARG})),
     )
     .await;
-    assert_eq!((status, &m["result"]["isError"]), (200, &json!(false)), "{m}");
+    assert_eq!(
+        (status, &m["result"]["isError"]),
+        (200, &json!(false)),
+        "{m}"
+    );
     // A tool hidden from the caller: answered as unknown.
     let (status, _, m) = mcp(
         &http,
@@ -245,11 +259,18 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         }
         assert_eq!(status, 200, "{m}");
         busy_served += 1;
-        assert!(Instant::now() < deadline, "never refused while a run was in flight");
+        assert!(
+            Instant::now() < deadline,
+            "never refused while a run was in flight"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let (status, _, m) = nap.await.expect("the nap's call");
-    assert_eq!((status, &m["result"]["isError"]), (200, &json!(false)), "{m}");
+    assert_eq!(
+        (status, &m["result"]["isError"]),
+        (200, &json!(false)),
+        "{m}"
+    );
 
     let expected = 5 + limited_served + 1 + busy_served + 1 + 1;
     let lines = lines_when(&file, expected);
@@ -264,34 +285,54 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
     assert_eq!(graph["via"], "apiKey");
     assert_eq!(graph["key"], "caller");
     assert!(graph["durationMs"].is_i64(), "{graph}");
-    assert!(graph["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{graph}");
-    let run_id = graph["runId"].as_str().expect("the graph call's run id").to_owned();
+    assert!(
+        graph["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{graph}"
+    );
+    let run_id = graph["runId"]
+        .as_str()
+        .expect("the graph call's run id")
+        .to_owned();
 
     let proxied = the_one(&lines, json!("caller"), "fx__echo", "ok");
     assert_eq!(proxied["runId"], Value::Null, "{proxied}");
 
     let hidden = the_one(&lines, json!("globs"), "secret_report", "forbidden");
-    assert_eq!((&hidden["key"], &hidden["runId"]), (&json!("globs"), &Value::Null));
+    assert_eq!(
+        (&hidden["key"], &hidden["runId"]),
+        (&json!("globs"), &Value::Null)
+    );
 
     let scope = the_one(&lines, json!("only-tools:list"), "echo", "forbidden");
     assert_eq!(scope["via"], "apiKey");
 
     let unknown = the_one(&lines, Value::Null, "echo", "unauthenticated");
-    assert_eq!((&unknown["via"], &unknown["key"]), (&Value::Null, &Value::Null));
+    assert_eq!(
+        (&unknown["via"], &unknown["key"]),
+        (&Value::Null, &Value::Null)
+    );
 
     the_one(&lines, json!("limited"), "echo", "rate_limited");
-    assert_eq!(matching(&lines, json!("limited"), "echo", "ok").len(), limited_served);
+    assert_eq!(
+        matching(&lines, json!("limited"), "echo", "ok").len(),
+        limited_served
+    );
 
     the_one(&lines, json!("busy"), "echo", "too_many_runs");
     let nap = the_one(&lines, json!("busy"), "nap", "ok");
     assert!(nap["runId"].is_string(), "{nap}");
-    assert_eq!(matching(&lines, json!("busy"), "echo", "ok").len(), busy_served);
+    assert_eq!(
+        matching(&lines, json!("busy"), "echo", "ok").len(),
+        busy_served
+    );
 
     // The run id is the run's: `mcpflow runs list` shows it, started by the caller.
     let store = format!("sqlite://{}", f.dir.path().join("state.db").display());
     let deadline = Instant::now() + Duration::from_secs(20);
     let run = loop {
-        let runs = cli_json(&["runs", "list", "--json", "--store", &store, "--tool", "echo"]);
+        let runs = cli_json(&[
+            "runs", "list", "--json", "--store", &store, "--tool", "echo",
+        ]);
         let found = runs
             .as_array()
             .expect("a list")
@@ -301,7 +342,10 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         if let Some(run) = found {
             break run;
         }
-        assert!(Instant::now() < deadline, "run {run_id} never listed: {runs}");
+        assert!(
+            Instant::now() < deadline,
+            "run {run_id} never listed: {runs}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(run["startedBy"], "caller", "{run}");
@@ -323,21 +367,34 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
     };
     assert_eq!(sorted(rows.as_array().expect("a list")), sorted(&lines));
     // `--since` keeps only what is recent enough; the table names the run.
-    let none = cli_json(&["audit", "--json", "--config", config, "--since", "2099-01-01"]);
+    let none = cli_json(&[
+        "audit",
+        "--json",
+        "--config",
+        config,
+        "--since",
+        "2099-01-01",
+    ]);
     assert_eq!(none, json!([]));
     let table = Command::new(http_common::mcpflow())
         .args(["audit", "--config", config, "--since", "1h"])
         .output()
         .expect("mcpflow audit");
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.starts_with("TIME") && table.contains(&run_id), "{table}");
+    assert!(
+        table.starts_with("TIME") && table.contains(&run_id),
+        "{table}"
+    );
 
     let text = std::fs::read_to_string(&file).expect("the audit file");
     assert_no_secret(&text, &f, "the audit file");
     assert_no_secret(&rows.to_string(), &f, "the store's audit rows");
     // The same lines on stderr, at info under `mcpflow::audit`.
     let log = server.log.lock().expect("lock").clone();
-    assert!(log.contains("mcpflow::audit") && log.contains("rate_limited"), "{log}");
+    assert!(
+        log.contains("mcpflow::audit") && log.contains("rate_limited"),
+        "{log}"
+    );
     assert_no_secret(&log, &f, "the log");
 }
 
@@ -389,7 +446,10 @@ fn over_stdio_calls_and_refusals_are_audited_to_the_file() {
     let lines = lines_when(&file, 2);
     assert_eq!(lines.len(), 2, "{lines:?}");
     let call = the_one(&lines, json!("caller"), "echo", "ok");
-    assert_eq!((&call["via"], &call["key"]), (&json!("apiKey"), &json!("caller")));
+    assert_eq!(
+        (&call["via"], &call["key"]),
+        (&json!("apiKey"), &json!("caller"))
+    );
     assert!(call["runId"].is_string(), "{call}");
     the_one(&lines, json!("only-tools:list"), "echo", "forbidden");
     let text = std::fs::read_to_string(&file).expect("the audit file");

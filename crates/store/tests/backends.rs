@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::{T0, TestDb, lease, new_run, new_session, waiting_run};
 use mcpflow_store::{
-    AuditFilter, AuditRow, Purge, RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter, SessionStatus, SessionUpdate,
-    StoreError,
+    AuditFilter, AuditRow, Purge, RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter,
+    SessionStatus, SessionUpdate, StoreError,
 };
 use serde_json::json;
 
@@ -966,7 +966,13 @@ mod scenario {
 
     pub async fn audit_rows_are_listed_by_time_and_purged(db: &TestDb) {
         let store = db.open().await;
-        assert!(store.list_audit(&AuditFilter::default()).await.unwrap().is_empty());
+        assert!(
+            store
+                .list_audit(&AuditFilter::default())
+                .await
+                .unwrap()
+                .is_empty()
+        );
         // One batch of 1200 rows (more than one INSERT statement), a second of one.
         let rows: Vec<AuditRow> = (0..1200).map(|i| audit_row(T0 + i, i)).collect();
         store.append_audit(&rows).await.unwrap();
@@ -978,11 +984,17 @@ mod scenario {
             run_id: None,
             ..audit_row(T0 + 5000, 0)
         };
-        store.append_audit(std::slice::from_ref(&refused)).await.unwrap();
+        store
+            .append_audit(std::slice::from_ref(&refused))
+            .await
+            .unwrap();
         store.append_audit(&[]).await.unwrap();
 
         let newest = store
-            .list_audit(&AuditFilter { since_ms: None, limit: 3 })
+            .list_audit(&AuditFilter {
+                since_ms: None,
+                limit: 3,
+            })
             .await
             .unwrap();
         assert_eq!(newest.len(), 3);
@@ -992,7 +1004,10 @@ mod scenario {
         assert_eq!(newest[2], rows[1198]);
 
         let since = store
-            .list_audit(&AuditFilter { since_ms: Some(T0 + 1190), limit: 100 })
+            .list_audit(&AuditFilter {
+                since_ms: Some(T0 + 1190),
+                limit: 100,
+            })
             .await
             .unwrap();
         assert_eq!(since.len(), 11, "{since:?}");
@@ -1003,7 +1018,10 @@ mod scenario {
         assert_eq!(store.purge_audit(T0 + 1000, 600).await.unwrap(), 400);
         assert_eq!(store.purge_audit(T0 + 1000, 600).await.unwrap(), 0);
         let left = store
-            .list_audit(&AuditFilter { since_ms: None, limit: 10_000 })
+            .list_audit(&AuditFilter {
+                since_ms: None,
+                limit: 10_000,
+            })
             .await
             .unwrap();
         assert_eq!(left.len(), 201);
@@ -1012,7 +1030,10 @@ mod scenario {
         store.purge_runs(&by_age(i64::MAX)).await.unwrap();
         assert_eq!(
             store
-                .list_audit(&AuditFilter { since_ms: None, limit: 10_000 })
+                .list_audit(&AuditFilter {
+                    since_ms: None,
+                    limit: 10_000
+                })
                 .await
                 .unwrap()
                 .len(),

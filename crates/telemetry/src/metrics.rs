@@ -431,7 +431,9 @@ pub fn config_reload(outcome: &'static str) {
 /// `lines` audit lines that `sink` (`file` or `store`) could not take or write.
 pub fn audit_dropped(sink: &'static str, lines: u64) {
     let Some(m) = get() else { return };
-    m.audit_dropped.get_or_create(&SinkLabels { sink }).inc_by(lines);
+    m.audit_dropped
+        .get_or_create(&SinkLabels { sink })
+        .inc_by(lines);
 }
 
 /// `open` HTTP sessions of `transport` (`streamable` or `sse`) after one opened or closed.

@@ -139,7 +139,8 @@ async fn purge_finished(d: &Durability) {
             max_runs = d.retention.max_runs(),
             "finished runs deleted (store.retention)"
         );
-    }    purge_audit(d, rule.ended_before_ms).await;
+    }
+    purge_audit(d, rule.ended_before_ms).await;
 }
 
 /// Deletes the audit log's rows older than the retention's age. Its count (`maxRuns`) is the

@@ -74,7 +74,10 @@ impl Audit {
     pub fn start(options: AuditOptions) -> Result<Audit, ServerError> {
         let file = match &options.file {
             Some(path) => Some(file::FileSink::open(path).map_err(|e| {
-                ServerError::Audit(format!("cannot open the audit file {}: {e}", path.display()))
+                ServerError::Audit(format!(
+                    "cannot open the audit file {}: {e}",
+                    path.display()
+                ))
             })?),
             None => None,
         };
@@ -123,7 +126,13 @@ impl Audit {
         took: Duration,
         run_id: Option<&str>,
     ) {
-        self.record(row(principal, tool, outcome, took, run_id.map(str::to_owned)));
+        self.record(row(
+            principal,
+            tool,
+            outcome,
+            took,
+            run_id.map(str::to_owned),
+        ));
     }
 
     pub(crate) fn record(&self, row: AuditRow) {
@@ -266,8 +275,17 @@ mod tests {
 
     #[test]
     fn a_refused_callers_row_names_no_one() {
-        let r = row(None, "echo", "unauthenticated", Duration::from_millis(3), None);
+        let r = row(
+            None,
+            "echo",
+            "unauthenticated",
+            Duration::from_millis(3),
+            None,
+        );
         assert_eq!((r.subject, r.via, r.key), (None, None, None));
-        assert_eq!((r.tool.as_str(), r.outcome.as_str(), r.duration_ms), ("echo", "unauthenticated", 3));
+        assert_eq!(
+            (r.tool.as_str(), r.outcome.as_str(), r.duration_ms),
+            ("echo", "unauthenticated", 3)
+        );
     }
 }

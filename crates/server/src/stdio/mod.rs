@@ -248,7 +248,13 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             {
                 let tool = tool.as_deref().unwrap_or_default();
                 let zero = std::time::Duration::ZERO;
-                audit.record(crate::audit::row(Some(principal), tool, "forbidden", zero, None));
+                audit.record(crate::audit::row(
+                    Some(principal),
+                    tool,
+                    "forbidden",
+                    zero,
+                    None,
+                ));
             }
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
             self.refuse(
