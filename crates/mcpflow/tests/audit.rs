@@ -243,7 +243,9 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
             .await
         })
     };
-    let mut busy_served = 0;
+    // A call that passed the middleware's check just before the nap took the slot is refused
+    // by the engine instead (a JSON-RPC error inside a 200): audited as `too_many_runs` too.
+    let (mut busy_served, mut busy_refused) = (0, 0);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let (status, _, m) = mcp(
@@ -255,10 +257,16 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         )
         .await;
         if status == 429 {
+            busy_refused += 1;
             break;
         }
         assert_eq!(status, 200, "{m}");
-        busy_served += 1;
+        if m["error"]["code"] == json!(-32001) {
+            busy_refused += 1;
+        } else {
+            assert_eq!(m["result"]["isError"], json!(false), "{m}");
+            busy_served += 1;
+        }
         assert!(
             Instant::now() < deadline,
             "never refused while a run was in flight"
@@ -272,7 +280,7 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         "{m}"
     );
 
-    let expected = 5 + limited_served + 1 + busy_served + 1 + 1;
+    let expected = 5 + limited_served + 1 + busy_served + busy_refused + 1;
     let lines = lines_when(&file, expected);
     assert_eq!(
         lines.len(),
@@ -318,7 +326,10 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         limited_served
     );
 
-    the_one(&lines, json!("busy"), "echo", "too_many_runs");
+    assert_eq!(
+        matching(&lines, json!("busy"), "echo", "too_many_runs").len(),
+        busy_refused
+    );
     let nap = the_one(&lines, json!("busy"), "nap", "ok");
     assert!(nap["runId"].is_string(), "{nap}");
     assert_eq!(
