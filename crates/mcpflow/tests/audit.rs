@@ -466,3 +466,109 @@ fn over_stdio_calls_and_refusals_are_audited_to_the_file() {
     let text = std::fs::read_to_string(&file).expect("the audit file");
     assert_no_secret(&text, &f, "the audit file");
 }
+
+/// Rotation: the file moved away and SIGHUP sent, the next lines go to a new file at the
+/// configured path; none is lost between the two.
+#[tokio::test]
+async fn the_audit_file_is_opened_anew_on_sighup() {
+    let f = audit_fixture();
+    let server = serve(&f.config, &[]);
+    let http = reqwest::Client::new();
+    let file = f.dir.path().join("audit.jsonl");
+    let rotated = f.dir.path().join("audit.jsonl.1");
+    let echo = async || {
+        let params = call_params("echo", json!({"text": "x"}));
+        let (status, _, m) = mcp(
+            &http,
+            &server.base,
+            Some(f.key("caller")),
+            "tools/call",
+            params,
+        )
+        .await;
+        assert_eq!(
+            (status, &m["result"]["isError"]),
+            (200, &json!(false)),
+            "{m}"
+        );
+    };
+    echo().await;
+    assert_eq!(lines_when(&file, 1).len(), 1);
+    std::fs::rename(&file, &rotated).expect("moved away");
+    let hup = Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(hup.success());
+    // The signal is handled asynchronously: calls until one lands in the new file.
+    let mut calls = 1;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !file.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the audit file was never reopened"
+        );
+        echo().await;
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = lines_when(&file, 1).len();
+    let before = lines_when(&rotated, calls - after).len();
+    assert!(after >= 1, "nothing in the new file");
+    assert_eq!(before + after, calls, "a line was lost in the rotation");
+}
+
+/// Without `auth:`, an `audit:` section audits calls all the same, as the open caller's.
+#[test]
+fn without_access_control_the_audit_section_audits_calls_as_the_open_callers() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("open.yaml");
+    let yaml = format!(
+        "version: \"1.0\"\nserver: {{ name: open, version: \"1.0.0\" }}\n{}audit:\n  file: audit.jsonl\n  stderr: false\n",
+        auth_support::TOOLS
+    );
+    std::fs::write(&config, yaml).expect("config written");
+    let mut child = Command::new(http_common::mcpflow())
+        .args(["serve", config.to_str().expect("UTF-8")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcpflow starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "audit-test", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"text": SECRET_ARG}}}),
+    ] {
+        writeln!(stdin, "{line}").expect("written");
+    }
+    let answer = BufReader::new(child.stdout.take().expect("piped"))
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .find(|m| m["id"] == 1)
+        .expect("the call's answer");
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    drop(stdin);
+    assert!(child.wait().expect("exits").success());
+    let lines = lines_when(&dir.path().join("audit.jsonl"), 1);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(
+        (&line["subject"], &line["via"]),
+        (&json!("anonymous"), &json!("open"))
+    );
+    assert_eq!(
+        (&line["tool"], &line["outcome"], &line["key"]),
+        (&json!("echo"), &json!("ok"), &Value::Null)
+    );
+    // No store here (no tool waits): a graph run has an id all the same.
+    assert!(line["runId"].is_string(), "{line}");
+    assert!(!line.to_string().contains(SECRET_ARG));
+}
