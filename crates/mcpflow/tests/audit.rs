@@ -579,3 +579,46 @@ fn without_access_control_the_audit_section_audits_calls_as_the_open_callers() {
     assert!(line["runId"].is_string(), "{line}");
     assert!(!line.to_string().contains(SECRET_ARG));
 }
+
+/// A call its client cancels leaves its line all the same, as `cancelled`.
+#[test]
+fn a_cancelled_call_leaves_a_cancelled_line() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let f = audit_fixture();
+    let file = f.dir.path().join("audit.jsonl");
+    let mut child = Command::new(http_common::mcpflow())
+        .args(["serve", f.config.to_str().expect("UTF-8")])
+        .env("MCPFLOW_TOKEN", f.key("caller"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcpflow starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut out = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").expect("written");
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "audit-test", "version": "0"}}}),
+    );
+    assert!(out.next().is_some(), "initialized");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "nap", "arguments": {"ms": 30000}}}));
+    std::thread::sleep(Duration::from_millis(500));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 1, "reason": "changed my mind"}}),
+    );
+    let lines = lines_when(&file, 1);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["outcome"], "cancelled", "{lines:?}");
+    assert_eq!(
+        (&lines[0]["tool"], &lines[0]["subject"]),
+        (&json!("nap"), &json!("caller"))
+    );
+}

@@ -1,6 +1,7 @@
 //! One audited `tools/call` through the MCP handler: started before the server answers, ended
-//! with its answer, or, when the call's future is dropped (the client cancelled it, its
-//! connection went away), ended as `cancelled` by the drop itself, so no call goes unlogged.
+//! with its answer (`cancelled` when the client cancelled the request, though its stopped run
+//! still answered), or, when the call's future is dropped (its connection went away), ended as
+//! `cancelled` by the drop itself, so no call goes unlogged.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -38,6 +39,9 @@ pub(crate) struct Call {
     hidden: bool,
     started: Instant,
     run: RunNote,
+    /// Cancelled when the client cancels the request: its run stops and answers, but the call
+    /// was cancelled, not failed.
+    cancel: tokio_util::sync::CancellationToken,
     ended: bool,
 }
 
@@ -61,6 +65,7 @@ impl Call {
             hidden,
             started: Instant::now(),
             run,
+            cancel: context.ct.clone(),
             ended: false,
         }
     }
@@ -69,6 +74,7 @@ impl Call {
         self.ended = true;
         let outcome = match answer {
             _ if self.hidden => "forbidden",
+            _ if self.cancel.is_cancelled() => "cancelled",
             Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => "tool_error",
             Ok(CallToolResponse::InputRequired(_)) => "input_required",
             Ok(CallToolResponse::Task(_)) => "task",
