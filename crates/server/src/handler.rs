@@ -70,7 +70,7 @@ impl ServerHandler for GraphServer {
         let principal = caller::principal(&context).filter(|p| p.via() != Via::Open);
         caller::tell_hooks(&mut context, principal.as_ref());
         // Its audit line, when one is kept, is the LiveServer's (`audit/`).
-        Box::pin(self.answer_call(request, context, principal)).await
+        self.answer_call(request, context, principal).await
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
