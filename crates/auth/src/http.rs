@@ -27,9 +27,23 @@ use crate::principal::Principal;
 /// Where the metadata lives, relative to the server's origin, for the resource `/mcp`.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// What the middleware refused, put on the response's extensions for the audit log (which
+/// `server` writes, outside this layer): the `tools/call`s the refused body held, why, and who
+/// asked when that much is known. Only a refused MCP POST holding a call carries one.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// `unauthenticated` (401), `forbidden` (403), `rate_limited` or `too_many_runs` (429).
+    pub outcome: &'static str,
+    /// The caller; `None` when its credential proved nothing.
+    pub principal: Option<Principal>,
+    /// The names the refused `tools/call`s asked for, one per call, as the client wrote them.
+    pub tools: Vec<String>,
+}
+
 /// The middleware: the endpoint's access from the one table, the caller from its
 /// `Authorization: Bearer` (or `X-API-Key`) header, the scope checked, and the [`Principal`]
 /// put in the request's extensions for the route (and, through rmcp, the MCP handler) to read.
+/// A refused `tools/call` leaves a [`Refused`] on the response.
 pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
     let mcp = is_mcp(&path);
@@ -51,10 +65,34 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
     let credential = credential(request.headers());
     let principal = match auth.authenticate(credential).await {
         Ok(p) => p,
-        Err(refusal) => return refuse(&auth, request.headers(), mcp, refusal),
+        Err(refusal) => {
+            let outcome = outcome_of(&refusal);
+            if needs == Access::ToolCall {
+                let response = refuse(&auth, request.headers(), mcp, refusal);
+                return refused(response, outcome, None, rest_tool(&path));
+            }
+            if needs != Access::Mcp || request.method() != Method::POST {
+                return refuse(&auth, request.headers(), mcp, refusal);
+            }
+            // Read only to name the calls refused, for the audit log: a refusal's cost.
+            let (parts, bytes) = match read_body(request, mcp).await {
+                Ok(read) => read,
+                Err(response) => return response,
+            };
+            let response = refuse(&auth, &parts.headers, mcp, refusal);
+            return refused(
+                response,
+                outcome,
+                None,
+                called_tools(&read_messages(&bytes)),
+            );
+        }
     };
     let credential = credential.map(Credential::new);
-    let mut calls = false;
+    // A REST call, or the messages of an MCP POST: the tools they call are named only if they
+    // are refused.
+    let mut rest_call = false;
+    let mut messages = Vec::new();
     let (request, checked) = match needs {
         Access::Public => unreachable_public(request),
         Access::Scope(scope) => {
@@ -62,30 +100,21 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             (request, checked)
         }
         Access::ToolCall => {
-            calls = true;
+            rest_call = true;
             let checked = auth.check(&principal, Scope::ToolsCall);
             (request, checked)
         }
         Access::Mcp if request.method() == Method::POST => {
-            let (parts, body) = request.into_parts();
             // The guard in front has read and bounded the body already: this is a copy in
             // memory, not a second read from the client.
-            let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-                Ok(b) => b,
-                Err(_) => {
-                    return refusal_body(
-                        StatusCode::BAD_REQUEST,
-                        mcp,
-                        "bad_request",
-                        "unreadable body",
-                    );
-                }
+            let (parts, bytes) = match read_body(request, mcp).await {
+                Ok(read) => read,
+                Err(response) => return response,
             };
-            let methods = methods(&bytes);
-            calls = methods.iter().any(|m| m == "tools/call");
-            let checked = methods
-                .into_iter()
-                .try_for_each(|m| match method_scope(&m) {
+            messages = read_messages(&bytes);
+            let checked = messages
+                .iter()
+                .try_for_each(|m| match method_scope(&m.method) {
                     Some(scope) => auth.check(&principal, scope),
                     None => auth.check_mcp(&principal),
                 });
@@ -97,7 +126,10 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
         }
     };
     if let Err(refusal) = checked {
-        return refuse(&auth, request.headers(), mcp, refusal);
+        let outcome = outcome_of(&refusal);
+        let response = refuse(&auth, request.headers(), mcp, refusal);
+        let tools = refused_tools(rest_call, &path, &messages);
+        return refused(response, outcome, Some(principal), tools);
     }
     if let Err(wait) = auth.take_rate(&principal) {
         tracing::debug!(subject = principal.subject(), "rate limit reached");
@@ -111,7 +143,8 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-        return response;
+        let tools = refused_tools(rest_call, &path, &messages);
+        return refused(response, "rate_limited", Some(principal), tools);
     }
     // A call (over MCP or REST) while the caller has all the runs it may is refused here,
     // where the status can still be 429: behind rmcp the answer is a JSON-RPC message inside a
@@ -119,12 +152,14 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
     // this check meets (the REST face turns that refusal into a 429 too).
     // Proxied tools run no graph and take no slot, but the body is not read this far, so a
     // call of one waits with the rest; the per-second limit is what bounds them.
+    let calls = rest_call || messages.iter().any(|m| m.method == "tools/call");
     if calls && principal.run_quota().is_some_and(RunQuota::is_full) {
         tracing::debug!(
             subject = principal.subject(),
             "concurrent runs limit reached"
         );
-        return too_many_runs(mcp);
+        let tools = refused_tools(rest_call, &path, &messages);
+        return refused(too_many_runs(mcp), "too_many_runs", Some(principal), tools);
     }
     let mut request = request;
     // The credential stops here: nothing behind this layer (rmcp's request parts, hooks, a
@@ -137,6 +172,86 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
         request.extensions_mut().insert(credential);
     }
     next.run(request).await
+}
+
+/// The body, bounded already by the guard in front, read into memory.
+async fn read_body(
+    request: Request,
+    mcp: bool,
+) -> Result<(axum::http::request::Parts, axum::body::Bytes), Response> {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => Ok((parts, bytes)),
+        Err(_) => Err(refusal_body(
+            StatusCode::BAD_REQUEST,
+            mcp,
+            "bad_request",
+            "unreadable body",
+        )),
+    }
+}
+
+/// The tools a refused request called: the REST call's, or the `tools/call`s of an MCP POST.
+fn refused_tools(rest_call: bool, path: &str, messages: &[Message]) -> Vec<String> {
+    if rest_call {
+        rest_tool(path)
+    } else {
+        called_tools(messages)
+    }
+}
+
+/// The tool of `POST /rest/v1/tools/{name}/call`, percent-decoded as the route reads it.
+fn rest_tool(path: &str) -> Vec<String> {
+    let Some(name) = path
+        .strip_prefix("/rest/v1/tools/")
+        .and_then(|rest| rest.strip_suffix("/call"))
+    else {
+        return Vec::new();
+    };
+    let bytes = name.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    vec![String::from_utf8_lossy(&decoded).into_owned()]
+}
+
+fn outcome_of(refusal: &Refusal) -> &'static str {
+    match refusal {
+        Refusal::Unauthenticated { .. } => "unauthenticated",
+        Refusal::InsufficientScope(_) => "forbidden",
+    }
+}
+
+/// `response`, marked for the audit log when it refuses calls.
+fn refused(
+    mut response: Response,
+    outcome: &'static str,
+    principal: Option<Principal>,
+    tools: Vec<String>,
+) -> Response {
+    if !tools.is_empty() {
+        response.extensions_mut().insert(Refused {
+            outcome,
+            principal,
+            tools,
+        });
+    }
+    response
 }
 
 /// 429 for a caller with as many runs in flight as it may have; the run API answers the same
@@ -164,29 +279,56 @@ fn is_mcp(path: &str) -> bool {
     path == "/mcp" || path.starts_with("/mcp/") || path == "/sse" || path == "/message"
 }
 
-/// The JSON-RPC methods of a body (one message, or a batch); a message without a method (an
-/// answer to the server's request) or a body that is not JSON-RPC counts as `""`, which needs
-/// only an MCP scope: rmcp answers it as the protocol says.
-fn methods(body: &[u8]) -> Vec<String> {
+/// One JSON-RPC message of a body, as far as access control and the audit log read it.
+struct Message {
+    /// `""` for a message without one (an answer to the server's request) or a body that is
+    /// not JSON-RPC: it needs only an MCP scope, and rmcp answers it as the protocol says.
+    method: String,
+    /// `params.name`: the tool a `tools/call` asks for.
+    tool: Option<String>,
+}
+
+/// The messages of a body (one message, or a batch). The arguments are skipped unread.
+fn read_messages(body: &[u8]) -> Vec<Message> {
     #[derive(serde::Deserialize)]
-    struct Message {
+    struct Params {
+        #[serde(default)]
+        name: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Wire {
         #[serde(default)]
         method: Option<String>,
+        #[serde(default)]
+        params: Option<Params>,
     }
     #[derive(serde::Deserialize)]
     #[serde(untagged)]
     enum Messages {
-        One(Message),
-        Batch(Vec<Message>),
+        One(Wire),
+        Batch(Vec<Wire>),
     }
+    let message = |w: Wire| Message {
+        method: w.method.unwrap_or_default(),
+        tool: w.params.and_then(|p| p.name),
+    };
     match serde_json::from_slice::<Messages>(body) {
-        Ok(Messages::One(m)) => vec![m.method.unwrap_or_default()],
-        Ok(Messages::Batch(ms)) => ms
-            .into_iter()
-            .map(|m| m.method.unwrap_or_default())
-            .collect(),
-        Err(_) => vec![String::new()],
+        Ok(Messages::One(m)) => vec![message(m)],
+        Ok(Messages::Batch(ms)) => ms.into_iter().map(message).collect(),
+        Err(_) => vec![Message {
+            method: String::new(),
+            tool: None,
+        }],
     }
+}
+
+/// The tool of each `tools/call` among `messages` (`""` for one that names none).
+fn called_tools(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m.method == "tools/call")
+        .map(|m| m.tool.clone().unwrap_or_default())
+        .collect()
 }
 
 /// The credential of a request: `Authorization: Bearer X`, else `X-API-Key: X`. Never from the
@@ -361,6 +503,9 @@ mod tests {
 
     #[test]
     fn methods_of_one_message_or_a_batch() {
+        let methods = |body: &[u8]| -> Vec<String> {
+            read_messages(body).into_iter().map(|m| m.method).collect()
+        };
         assert_eq!(
             methods(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#),
             ["tools/call"]
@@ -370,5 +515,20 @@ mod tests {
             ["tools/list", ""]
         );
         assert_eq!(methods(b"not json"), [""]);
+    }
+
+    #[test]
+    fn a_rest_call_names_its_tool_as_the_route_reads_it() {
+        assert_eq!(rest_tool("/rest/v1/tools/echo/call"), ["echo"]);
+        assert_eq!(rest_tool("/rest/v1/tools/a%20b%zz/call"), ["a b%zz"]);
+        assert!(rest_tool("/rest/v1/tools").is_empty());
+    }
+
+    #[test]
+    fn the_tools_of_a_batchs_calls_are_named_and_nothing_else() {
+        let body = br#"[{"method":"tools/call","params":{"name":"a","arguments":{"name":"x"}}},
+            {"method":"tools/list","params":{"name":"b"}},{"method":"tools/call","params":{}}]"#;
+        assert_eq!(called_tools(&read_messages(body)), ["a", ""]);
+        assert!(called_tools(&read_messages(b"{")).is_empty());
     }
 }

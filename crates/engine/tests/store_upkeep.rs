@@ -207,3 +207,48 @@ async fn the_upkeep_deletes_finished_runs_beyond_the_retention_and_keeps_waiting
         Stored::Waiting
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upkeep_deletes_audit_rows_older_than_the_retention() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}/state.db", dir.path().display());
+    let store = mcpflow_store::open(&url).await.expect("store opens");
+    let retention = Retention {
+        max_age_seconds: Some(3600),
+        max_runs: Some(1),
+    };
+    let engine = engine(&store, retention);
+    let now = mcpflow_store::now_ms();
+    let row = |at: i64, tool: &str| mcpflow_store::AuditRow {
+        at,
+        subject: Some("ci".into()),
+        via: Some("apiKey".into()),
+        key: Some("ci".into()),
+        tool: tool.into(),
+        outcome: "ok".into(),
+        duration_ms: 1,
+        run_id: None,
+    };
+    // Two days old, then three recent ones: more than `maxRuns`, which counts runs only.
+    let rows = [
+        row(now - 2 * 86_400_000, "old"),
+        row(now - 60_000, "a"),
+        row(now - 30_000, "b"),
+        row(now, "c"),
+    ];
+    store.append_audit(&rows).await.expect("audit rows written");
+    let upkeep = engine.spawn_upkeep().expect("a store is attached");
+    let listed = async || {
+        store
+            .list_audit(&mcpflow_store::AuditFilter::default())
+            .await
+            .expect("audit rows listed")
+            .into_iter()
+            .map(|r| r.tool)
+            .collect::<Vec<_>>()
+    };
+    let purged = eventually(Duration::from_secs(10), async || listed().await.len() == 3).await;
+    upkeep.abort();
+    assert!(purged, "left after the upkeep: {:?}", listed().await);
+    assert_eq!(listed().await, ["c", "b", "a"]);
+}

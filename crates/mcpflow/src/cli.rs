@@ -61,6 +61,9 @@ enum Sub {
     /// Inspect, continue or cancel waiting sessions: `list`, `show ID`, `continue ID`,
     /// `cancel ID`.
     Sessions(crate::runs_cmd::SessionsArgs),
+    /// The audit log the store kept: who called which tool, the outcome, the run
+    /// (`--since 1h`, `--limit N`, `--json`).
+    Audit(crate::audit::AuditArgs),
     /// API keys for the config's `auth:` section: `new --name NAME [--scope S]… [--tool GLOB]…`.
     #[command(subcommand)]
     Keys(crate::keys_cmd::KeysCmd),
@@ -203,6 +206,7 @@ pub enum Command {
     Upstream(crate::upstream_cmd::UpstreamCmd),
     Runs(crate::runs_cmd::RunsArgs),
     Sessions(crate::runs_cmd::SessionsArgs),
+    Audit(crate::audit::AuditArgs),
     Keys(crate::keys_cmd::KeysCmd),
     Completions(clap_complete::Shell),
 }
@@ -220,6 +224,7 @@ impl Cli {
             (Some(Sub::Upstream(a)), _) => Ok(Command::Upstream(a)),
             (Some(Sub::Runs(a)), _) => Ok(Command::Runs(a)),
             (Some(Sub::Sessions(a)), _) => Ok(Command::Sessions(a)),
+            (Some(Sub::Audit(a)), _) => Ok(Command::Audit(a)),
             (Some(Sub::Keys(a)), _) => Ok(Command::Keys(a)),
             (Some(Sub::Completions { shell }), _) => Ok(Command::Completions(shell)),
             (None, Some(config)) => Ok(Command::Serve(ServeArgs {

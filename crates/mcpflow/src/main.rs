@@ -12,6 +12,7 @@
 static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
     mcpflow_expr::Metered::new(mimalloc::MiMalloc);
 
+mod audit;
 mod cli;
 mod debug;
 mod eval;
@@ -61,6 +62,7 @@ fn main() -> ExitCode {
             Command::Upstream(command) => upstream_cmd::upstream(command).await,
             Command::Runs(args) => runs_cmd::runs(args).await,
             Command::Sessions(args) => runs_cmd::sessions(args).await,
+            Command::Audit(args) => audit::audit(args).await,
             Command::Keys(command) => keys_cmd::keys(command),
             Command::Schema => output::json(&mcpflow_config::schema(), ExitCode::SUCCESS),
             Command::Completions(shell) => match output::raw(&cli::completions(shell)) {

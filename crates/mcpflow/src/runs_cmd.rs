@@ -104,7 +104,7 @@ pub enum SessionsCmd {
     },
 }
 
-async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, String> {
+pub(crate) async fn open(args: &StoreArgs) -> Result<Arc<dyn Store>, String> {
     let base = match &args.config {
         Some(c) => std::path::absolute(c)
             .map_err(|e| format!("{}: {e}", c.display()))?
@@ -149,7 +149,7 @@ fn print_lines(text: &str) -> ExitCode {
 }
 
 /// Left-aligned columns, two spaces apart, one line each (the last ends with a newline).
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

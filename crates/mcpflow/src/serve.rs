@@ -60,6 +60,15 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let store = engine.durability().map(|d| d.store.clone());
+    let audit = match crate::audit::start(&loaded, auth.is_enforced(), store) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{}: audit: {e}", args.config.config.display());
+            pool.shutdown().await;
+            return ExitCode::from(2);
+        }
+    };
     let reloader = Reloader::new(&args, owner, loaded.clone(), engine.clone(), upkeep);
     let server = match reloader.compose(&loaded, engine) {
         Ok(s) => s,
@@ -78,6 +87,10 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     }
     // The tool list can change whenever the config does (watch, SIGHUP, saves).
     let live = LiveServer::new(server, true);
+    if let Some(audit) = &audit {
+        let _ = live.set_audit(audit.clone());
+        crate::audit::reopen_on_hangup(audit.clone());
+    }
     reloader.serve(live.clone());
     reloader.on_hangup();
     if args.watch_ms > 0 {
@@ -140,6 +153,9 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     };
     reloader.stop().await;
     pool.shutdown().await;
+    if let Some(audit) = &audit {
+        audit.finish().await;
+    }
     telemetry.shutdown().await;
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -283,8 +283,13 @@ async fn no_key_or_token_appears_in_a_trace_log() {
         "{audit:#?}"
     );
     assert!(audit.iter().all(|l| !l.contains(canary)), "{audit:#?}");
-    // The calls with the admin key, the token and the canary call: refused ones never ran.
-    assert_eq!(audit.len(), 4, "{audit:#?}");
+    // The calls with the `tools:call` key (twice), the admin key and the token, and the two
+    // refused before they ran (the expired token, the unknown key), naming no one.
+    assert_eq!(audit.len(), 6, "{audit:#?}");
+    let refused = audit
+        .iter()
+        .filter(|l| l.contains("outcome=\"unauthenticated\"") && l.contains("subject=\"\""));
+    assert_eq!(refused.count(), 2, "{audit:#?}");
     for c in credentials {
         // The whole credential, and its secret half (a token's signature, a key's last 32).
         let tail = &c[c.len() - 32..];

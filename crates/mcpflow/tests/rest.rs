@@ -414,6 +414,16 @@ async fn a_rate_limited_key_gets_429_while_another_is_served() {
         .expect("whole seconds");
     assert!(seconds >= 1, "{seconds}");
     assert_eq!(refused.body["error"]["code"], "rate_limited");
+    // The refusal left its audit line, named by the route's tool, as a refused MCP call does.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = server.log.lock().expect("lock").clone();
+    assert!(
+        log.lines().any(|l| l.contains("mcpflow::audit")
+            && l.contains("rate_limited")
+            && l.contains("slow")
+            && (l.contains("tool=echo") || l.contains("tool=\"echo\""))),
+        "no audit line for the refused REST call:\n{log}"
+    );
     // Another key is served meanwhile.
     for _ in 0..3 {
         let a = call(&http, base, other, "echo", json!({"text": "y"})).await;

@@ -57,6 +57,9 @@ pub struct Config {
     /// scopes and tool globs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<crate::auth::AuthConfig>,
+    /// Where the audit log of tool calls goes: stderr, a file of JSON lines, the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::audit::AuditConfig>,
     /// Traces over OTLP and Prometheus metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::TelemetryConfig>,

@@ -22,6 +22,7 @@
 //! that only needs to read a config (an upstream pool needs its servers) depends on this crate
 //! and nothing heavier.
 
+pub mod audit;
 pub mod auth;
 pub mod authoring;
 pub mod caller_header;
@@ -36,6 +37,7 @@ pub mod session;
 pub mod store;
 pub mod telemetry;
 
+pub use audit::AuditConfig;
 pub use auth::AuthConfig;
 pub use authoring::AuthoringConfig;
 pub use compile::{CompileError, CompileErrors, ToolParts, Within, describe};

@@ -28,11 +28,20 @@ pub struct CallOptions {
     /// Who the call's run is for (`$caller`, its session's owner); the open caller when no
     /// access control ran.
     pub(crate) caller: mcpflow_engine::Caller,
+    /// Where the run's id goes for the call's audit line, when the call is audited.
+    pub(crate) run_note: Option<crate::audit::RunNote>,
 }
 
 impl CallOptions {
     pub(crate) fn caller(&self) -> mcpflow_engine::Caller {
         self.caller.clone()
+    }
+
+    /// The call started (or continued) run `id`: its audit line names it.
+    pub(crate) fn note_run(&self, id: &std::sync::Arc<str>) {
+        if let Some(note) = &self.run_note {
+            note.set(id);
+        }
     }
 }
 
@@ -50,6 +59,7 @@ impl CallOptions {
             deferred: crate::session::input::deferred_ask(context),
             principal: crate::caller::principal(context),
             caller: crate::caller::run_caller(context),
+            run_note: context.extensions.get::<crate::audit::RunNote>().cloned(),
         }
     }
 

@@ -17,6 +17,9 @@ pub enum ServerError {
     Authoring(#[from] mcpflow_authoring::NameClash),
     #[error("the authoring tools must be added before the server is cloned or served")]
     AlreadyShared,
+    /// The audit log's file cannot be opened.
+    #[error("{0}")]
+    Audit(String),
     #[error("MCP transport failed: {0}")]
     Transport(String),
 }

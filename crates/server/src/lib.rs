@@ -24,6 +24,7 @@ mod server;
 mod session;
 mod stdio;
 
+pub use audit::{Audit, AuditOptions};
 pub use call_options::CallOptions;
 pub use caller::engine_caller;
 pub use error::ServerError;

@@ -4,7 +4,7 @@
 //! swaps in the next one and tells every connected client `notifications/tools/list_changed`
 //! (on a 2025 session as a notification, on a 2026-07-28 `subscriptions/listen` stream on it).
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
@@ -15,6 +15,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionConte
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
+use crate::audit::Audit;
 use crate::observe::Observation;
 use crate::server::GraphServer;
 use mcpflow_telemetry::metrics::ToolKind;
@@ -34,6 +35,8 @@ struct Shared {
     clients: Mutex<Vec<Peer<RoleServer>>>,
     /// Counts replacements; `subscriptions/listen` streams follow it.
     generation: watch::Sender<u64>,
+    /// The audit log, kept across replacements: every `tools/call` leaves a line in it.
+    audit: OnceLock<Audit>,
 }
 
 impl From<GraphServer> for LiveServer {
@@ -52,8 +55,21 @@ impl LiveServer {
                 reloads,
                 clients: Mutex::new(Vec::new()),
                 generation: watch::Sender::new(0),
+                audit: OnceLock::new(),
             }),
         }
+    }
+
+    /// Keeps `audit` from now on: every `tools/call` (over any transport) and every call
+    /// access control refuses (on this server's listeners) leaves a line. Set once; a second
+    /// audit is refused and returned.
+    pub fn set_audit(&self, audit: Audit) -> Result<(), Audit> {
+        self.shared.audit.set(audit)
+    }
+
+    /// The audit log, if one is kept.
+    pub fn audit(&self) -> Option<&Audit> {
+        self.shared.audit.get()
     }
 
     /// The server answering requests that arrive now.
@@ -159,7 +175,7 @@ impl ServerHandler for LiveServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let observed = Observation::start(
             "tools/call",
@@ -177,7 +193,17 @@ impl ServerHandler for LiveServer {
                 ToolKind::Proxied
             }
         };
-        Observation::around(observed, server.call_tool(request, context), kind).await
+        let audited = self.audit().map(|audit| {
+            let principal = crate::caller::principal(&context);
+            let builtin = server.authoring().is_some_and(|a| a.handles(&request.name));
+            let hidden = !crate::caller::sees(principal.as_ref(), &request.name, builtin);
+            crate::audit::Call::start(audit, &mut context, principal, &request.name, hidden)
+        });
+        let answer = Observation::around(observed, server.call_tool(request, context), kind).await;
+        if let Some(call) = audited {
+            call.end(&answer);
+        }
+        answer
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -288,6 +288,7 @@ impl GraphServer {
             tracing::debug!(tool = name, "concurrent runs limit reached");
             return Err(McpError::new(TOO_MANY_RUNS, e.message.clone(), None));
         }
+        options.note_run(&run.id);
         if let Some(e) = run.error() {
             tracing::warn!(run = %run.id, tool = name, error = %e, "run failed");
         } else {

@@ -97,6 +97,7 @@
 //! tables in their own schema; the `max_live` session limit is exact on SQLite and soft under
 //! concurrent creates on PostgreSQL.
 
+mod audit;
 mod error;
 mod ids;
 mod model;
@@ -106,6 +107,7 @@ mod target;
 
 use std::sync::Arc;
 
+pub use audit::{AuditFilter, AuditRow, rfc3339};
 pub use error::StoreError;
 pub use ids::new_session_id;
 pub use model::{

@@ -3,6 +3,7 @@
 use futures::future::BoxFuture;
 
 use crate::StoreError;
+use crate::audit::{AuditFilter, AuditRow};
 use crate::model::{
     Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
     RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
@@ -159,6 +160,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     fn count_sessions(&self) -> StoreFuture<'_, SessionCounts>;
     fn list_sessions<'a>(&'a self, filter: &'a SessionFilter) -> StoreFuture<'a, Vec<Session>>;
+
+    // ---- the audit log ----
+
+    /// Appends audited calls, all in one transaction (the server writes them in batches, off
+    /// the request path).
+    fn append_audit<'a>(&'a self, rows: &'a [AuditRow]) -> StoreFuture<'a, ()>;
+    /// Audited calls, the newest first.
+    fn list_audit<'a>(&'a self, filter: &'a AuditFilter) -> StoreFuture<'a, Vec<AuditRow>>;
+    /// Deletes audited calls older than `before_ms`, the oldest first, at most `batch`;
+    /// returns how many (call again while it returns `batch`).
+    fn purge_audit(&self, before_ms: i64, batch: u32) -> StoreFuture<'_, u64>;
 
     // ---- the store itself ----
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::{T0, TestDb, lease, new_run, new_session, waiting_run};
 use mcpflow_store::{
-    Purge, RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter, SessionStatus, SessionUpdate,
-    StoreError,
+    AuditFilter, AuditRow, Purge, RecordRow, RunEnd, RunFilter, RunStatus, SessionFilter,
+    SessionStatus, SessionUpdate, StoreError,
 };
 use serde_json::json;
 
@@ -58,6 +58,7 @@ on_both_backends!(
     config_sources_are_kept,
     footprint_grows_with_data,
     who_started_a_run_is_kept,
+    audit_rows_are_listed_by_time_and_purged,
 );
 
 fn record(index: i64, node: &str) -> RecordRow {
@@ -961,5 +962,95 @@ mod scenario {
         assert!(by.contains(&("r1".into(), Some("alice".into()))), "{by:?}");
         assert!(by.contains(&("r2".into(), None)), "{by:?}");
         assert_eq!(store.get_run("r2").await.unwrap().caller, None);
+    }
+
+    pub async fn audit_rows_are_listed_by_time_and_purged(db: &TestDb) {
+        let store = db.open().await;
+        assert!(
+            store
+                .list_audit(&AuditFilter::default())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // One batch of 1200 rows (more than one INSERT statement), a second of one.
+        let rows: Vec<AuditRow> = (0..1200).map(|i| audit_row(T0 + i, i)).collect();
+        store.append_audit(&rows).await.unwrap();
+        let refused = AuditRow {
+            subject: None,
+            via: None,
+            key: None,
+            outcome: "unauthenticated".into(),
+            run_id: None,
+            ..audit_row(T0 + 5000, 0)
+        };
+        store
+            .append_audit(std::slice::from_ref(&refused))
+            .await
+            .unwrap();
+        store.append_audit(&[]).await.unwrap();
+
+        let newest = store
+            .list_audit(&AuditFilter {
+                since_ms: None,
+                limit: 3,
+            })
+            .await
+            .unwrap();
+        assert_eq!(newest.len(), 3);
+        // Every field comes back as written, NULLs included, the newest first.
+        assert_eq!(newest[0], refused);
+        assert_eq!(newest[1], rows[1199]);
+        assert_eq!(newest[2], rows[1198]);
+
+        let since = store
+            .list_audit(&AuditFilter {
+                since_ms: Some(T0 + 1190),
+                limit: 100,
+            })
+            .await
+            .unwrap();
+        assert_eq!(since.len(), 11, "{since:?}");
+        assert!(since.iter().all(|r| r.at >= T0 + 1190));
+
+        // Retention: the oldest first, in bounded batches.
+        assert_eq!(store.purge_audit(T0 + 1000, 600).await.unwrap(), 600);
+        assert_eq!(store.purge_audit(T0 + 1000, 600).await.unwrap(), 400);
+        assert_eq!(store.purge_audit(T0 + 1000, 600).await.unwrap(), 0);
+        let left = store
+            .list_audit(&AuditFilter {
+                since_ms: None,
+                limit: 10_000,
+            })
+            .await
+            .unwrap();
+        assert_eq!(left.len(), 201);
+        assert!(left.iter().all(|r| r.at >= T0 + 1000), "{:?}", left.last());
+        // Audit rows are not runs: purging runs leaves them be.
+        store.purge_runs(&by_age(i64::MAX)).await.unwrap();
+        assert_eq!(
+            store
+                .list_audit(&AuditFilter {
+                    since_ms: None,
+                    limit: 10_000
+                })
+                .await
+                .unwrap()
+                .len(),
+            201
+        );
+    }
+}
+
+fn audit_row(at: i64, i: i64) -> AuditRow {
+    AuditRow {
+        at,
+        subject: Some(format!("key-{}", i % 3)),
+        via: Some("apiKey".into()),
+        key: Some(format!("key-{}", i % 3)),
+        tool: "order".into(),
+        outcome: if i % 2 == 0 { "ok" } else { "tool_error" }.into(),
+        duration_ms: i,
+        run_id: (i % 5 != 0).then(|| format!("run-{i}")),
     }
 }

@@ -185,6 +185,12 @@ pub struct Metrics {
     sandbox_failures: Family<KindLabels, Counter>,
     http_sessions: Family<TransportLabels, Gauge>,
     config_reloads: Family<OutcomeLabels, Counter>,
+    audit_dropped: Family<SinkLabels, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct SinkLabels {
+    sink: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -213,6 +219,7 @@ impl Metrics {
             sandbox_failures: Family::default(),
             http_sessions: Family::default(),
             config_reloads: Family::default(),
+            audit_dropped: Family::default(),
         };
         let mut r = Registry::with_prefix("mcpflow");
         r.register(
@@ -279,6 +286,11 @@ impl Metrics {
             "config_reloads",
             "Config reloads, by outcome (applied; refused: the new config did not load, the old one kept serving)",
             m.config_reloads.clone(),
+        );
+        r.register(
+            "audit_dropped",
+            "Audit lines not written, by sink (file, store): its queue was full or the write failed",
+            m.audit_dropped.clone(),
         );
         Metrics { registry: r, ..m }
     }
@@ -416,6 +428,14 @@ pub fn config_reload(outcome: &'static str) {
         .inc();
 }
 
+/// `lines` audit lines that `sink` (`file` or `store`) could not take or write.
+pub fn audit_dropped(sink: &'static str, lines: u64) {
+    let Some(m) = get() else { return };
+    m.audit_dropped
+        .get_or_create(&SinkLabels { sink })
+        .inc_by(lines);
+}
+
 /// `open` HTTP sessions of `transport` (`streamable` or `sse`) after one opened or closed.
 pub fn http_sessions(transport: &'static str, open: usize) {
     let Some(m) = get() else { return };
@@ -450,7 +470,12 @@ mod tests {
             HookOutcome::Rejected,
             Some(Duration::from_micros(40)),
         );
+        audit_dropped("file", 2);
         let text = render().unwrap_or_default();
+        assert!(
+            text.contains("mcpflow_audit_dropped_total{sink=\"file\"} 2"),
+            "{text}"
+        );
         assert!(
             text.contains("mcpflow_requests_total{method=\"tools/call\",outcome=\"ok\"} 1"),
             "{text}"

@@ -1,8 +1,8 @@
 //! The background upkeep of a process that serves durable runs: at start, the runs a stopped
 //! process left running are marked `interrupted` (and the resumable ones restarted); then, on
 //! a timer, this process's leases are renewed, lapsed sessions expired, the runs of dead
-//! replicas swept the same way, and finished runs beyond the retention (`store.retention`)
-//! deleted. The binary only starts it.
+//! replicas swept the same way, and finished runs (and audit rows) beyond the retention
+//! (`store.retention`) deleted. The binary only starts it.
 
 use std::time::{Duration, Instant};
 
@@ -138,6 +138,35 @@ async fn purge_finished(d: &Durability) {
             max_age_seconds = d.retention.max_age_seconds(),
             max_runs = d.retention.max_runs(),
             "finished runs deleted (store.retention)"
+        );
+    }
+    purge_audit(d, rule.ended_before_ms).await;
+}
+
+/// Deletes the audit log's rows older than the retention's age. Its count (`maxRuns`) is the
+/// runs' alone: an audit trail is kept for a time, and a burst of refused calls must not push
+/// out the record of the calls before it.
+async fn purge_audit(d: &Durability, before_ms: i64) {
+    let mut deleted = 0;
+    for _ in 0..PURGE_BATCHES_PER_PASS {
+        match d.store.purge_audit(before_ms, PURGE_BATCH).await {
+            Ok(n) => {
+                deleted += n;
+                if n < u64::from(PURGE_BATCH) {
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not delete audit rows beyond the retention");
+                break;
+            }
+        }
+    }
+    if deleted > 0 {
+        tracing::info!(
+            count = deleted,
+            max_age_seconds = d.retention.max_age_seconds(),
+            "audit rows deleted (store.retention)"
         );
     }
 }

@@ -55,6 +55,13 @@ pub struct Served {
     pub log: Arc<Mutex<String>>,
 }
 
+impl Served {
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -180,6 +180,7 @@ impl HttpListener {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let server: LiveServer = server.into();
+        let audit = server.audit().cloned();
         let stopping = Arc::new(AtomicBool::new(false));
         let sessions = CancellationToken::new();
         let limits = options.limits.clone();
@@ -269,6 +270,14 @@ impl HttpListener {
             auth,
             mcpflow_auth::http::enforce,
         ));
+        // Outside access control, so that the calls it refuses leave their audit lines.
+        let app = match audit {
+            Some(audit) => app.layer(axum::middleware::from_fn_with_state(
+                audit,
+                crate::audit::refusals,
+            )),
+            None => app,
+        };
         // Every route behind the guard, the probes too: a DNS-rebinding page must not read
         // even whether the server is up.
         let app = app.layer(axum::middleware::from_fn_with_state(guard_state, guard));

@@ -46,6 +46,7 @@ impl GraphServer {
                 return Called::Answer(session::continue_error(&e));
             }
         };
+        options.note_run(&run.id);
         if let Some(e) = run.error() {
             tracing::warn!(run = %run.id, tool = %c.tool, error = %e, "run failed");
         }

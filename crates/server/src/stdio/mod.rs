@@ -101,7 +101,8 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     use rmcp::ServiceExt;
-    let transport = Stdio::new(read, write, options);
+    let mut transport = Stdio::new(read, write, options);
+    transport.audit = server.audit().cloned();
     let outgoing = transport.outgoing.clone();
     let running = server
         .serve(transport)
@@ -143,6 +144,8 @@ pub(crate) struct Stdio<R> {
     max_message_bytes: usize,
     principal: Option<mcpflow_auth::Principal>,
     credential: Option<mcpflow_auth::Credential>,
+    /// Where a call refused here leaves its line.
+    audit: Option<crate::audit::Audit>,
 }
 
 impl<R: AsyncRead + Send + Unpin> Stdio<R> {
@@ -165,6 +168,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             max_message_bytes,
             principal,
             credential,
+            audit: None,
         }
     }
 
@@ -223,11 +227,18 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
             return Some(message);
         };
         #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(default)]
+            name: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
         struct Method {
             method: String,
+            #[serde(default)]
+            params: Option<Params>,
         }
-        let method = serde_json::from_slice::<Method>(line)
-            .map(|m| m.method)
+        let (method, tool) = serde_json::from_slice::<Method>(line)
+            .map(|m| (m.method, m.params.and_then(|p| p.name)))
             .unwrap_or_default();
         let needed = match mcpflow_auth::method_scope(&method) {
             Some(scope) => (!principal.allows(scope)).then_some(scope),
@@ -238,6 +249,19 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         };
         if let Some(scope) = needed {
             tracing::debug!(%method, %scope, "refused a request over stdio: scope missing");
+            if let Some(audit) = &self.audit
+                && method == "tools/call"
+            {
+                let tool = tool.as_deref().unwrap_or_default();
+                let zero = std::time::Duration::ZERO;
+                audit.record(crate::audit::row(
+                    Some(principal),
+                    tool,
+                    "forbidden",
+                    zero,
+                    None,
+                ));
+            }
             let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
             self.refuse(
                 id,

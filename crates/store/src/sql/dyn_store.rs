@@ -3,6 +3,7 @@
 use futures::future::BoxFuture;
 
 use super::SqlStore;
+use crate::audit::{AuditFilter, AuditRow};
 use crate::model::{
     Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
     RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
@@ -180,6 +181,18 @@ impl Store for SqlStore {
 
     fn list_sessions<'a>(&'a self, filter: &'a SessionFilter) -> StoreFuture<'a, Vec<Session>> {
         Box::pin(SqlStore::list_sessions(self, filter))
+    }
+
+    fn append_audit<'a>(&'a self, rows: &'a [AuditRow]) -> StoreFuture<'a, ()> {
+        Box::pin(SqlStore::append_audit(self, rows))
+    }
+
+    fn list_audit<'a>(&'a self, filter: &'a AuditFilter) -> StoreFuture<'a, Vec<AuditRow>> {
+        Box::pin(SqlStore::list_audit(self, filter))
+    }
+
+    fn purge_audit(&self, before_ms: i64, batch: u32) -> StoreFuture<'_, u64> {
+        Box::pin(SqlStore::purge_audit(self, before_ms, batch))
     }
 
     fn footprint(&self) -> StoreFuture<'_, Footprint> {

@@ -2,6 +2,7 @@
 //! (`$1` placeholders, `ON CONFLICT`, `RETURNING`) runs on SQLite and PostgreSQL, and only
 //! opening, migrations and the footprint query differ per backend.
 
+mod audit;
 mod dyn_store;
 mod open;
 mod queries;

@@ -32,6 +32,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "started_by",
         include_str!("../../migrations/sqlite/0003_started_by.sql"),
     ),
+    (
+        4,
+        "audit",
+        include_str!("../../migrations/sqlite/0004_audit.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -48,6 +53,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "started_by",
         include_str!("../../migrations/postgres/0003_started_by.sql"),
+    ),
+    (
+        4,
+        "audit",
+        include_str!("../../migrations/postgres/0004_audit.sql"),
     ),
 ];
 

@@ -1,0 +1,20 @@
+-- mcpflow store, version 4 (PostgreSQL). Keep in step with ../sqlite/0004_audit.sql.
+-- The audit log of tool calls (issue #18): who called (the principal's subject, how it proved
+-- it, the API key's name, never the key), which tool, the outcome, how long it took, and the
+-- run it started (none for proxied calls and refusals). No argument value, result or token.
+-- No foreign key to runs: a row outlives its run's retention by count, and a plain run's
+-- record may land after its audit row.
+CREATE TABLE audit (
+    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at          BIGINT NOT NULL,
+    subject     TEXT,
+    via         TEXT,
+    key_name    TEXT,
+    tool        TEXT NOT NULL,
+    outcome     TEXT NOT NULL,
+    duration_ms BIGINT NOT NULL,
+    run_id      TEXT
+);
+
+-- Listing newest first from a time, and retention deleting the oldest first.
+CREATE INDEX audit_by_time ON audit (at, id);
