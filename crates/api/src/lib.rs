@@ -34,6 +34,7 @@
 //!
 //! This crate frames no MCP message; `server` mounts its router.
 
+pub mod admin;
 mod debug;
 mod error;
 mod graph;
@@ -92,6 +93,7 @@ struct Inner {
     engine: Box<EngineSource>,
     locate: Box<Locate>,
     registry: Arc<Registry>,
+    reload: Option<Box<admin::Reload>>,
 }
 
 impl Api {
@@ -107,8 +109,29 @@ impl Api {
                 engine: Box::new(engine),
                 locate: Box::new(locate),
                 registry: Registry::new(),
+                reload: None,
             }),
         }
+    }
+
+    /// `POST /api/admin/reload` calls `reload`: the server's one reload path. Without it that
+    /// endpoint answers 404. Set before the API is cloned (its router, its attachment).
+    pub fn with_reload(
+        mut self,
+        reload: impl Fn() -> futures::future::BoxFuture<'static, admin::ReloadOutcome>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Api {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.reload = Some(Box::new(reload)),
+            None => tracing::warn!("the run API was shared before its reload path was set"),
+        }
+        self
+    }
+
+    pub(crate) fn reload(&self) -> Option<&admin::Reload> {
+        self.inner.reload.as_deref()
     }
 
     /// Makes every run of `engine` (and of the engines that succeed it on a reload) known to
@@ -158,6 +181,7 @@ impl Api {
                 post(sessions::continue_session),
             )
             .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
+            .route("/api/admin/reload", post(admin::reload))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
             .merge(self.metrics_router())

@@ -83,6 +83,7 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/api/sessions", SESSIONS),
     any("/api/sessions/{id}/continue", SESSIONS),
     any("/api/sessions/{id}/cancel", SESSIONS),
+    only("POST", "/api/admin/reload", Access::Scope(Scope::Admin)),
     // The REST face of the MCP endpoint asks what the MCP methods it stands for ask; its
     // health tells what /readyz tells, to a probe that carries no credential.
     any("/rest/v1/tools", TOOLS_LIST),

@@ -75,6 +75,8 @@ pub enum Trigger {
     Save,
     Signal,
     Watch,
+    /// `POST /api/admin/reload`.
+    Admin,
 }
 
 impl Reloader {

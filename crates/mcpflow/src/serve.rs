@@ -197,10 +197,11 @@ async fn stdio_principal(
 /// Node positions are those of the config served now (a reload moves them).
 fn run_api(live: &LiveServer, reloader: Arc<Reloader>) -> mcpflow_api::Api {
     let current = live.clone();
+    let locator = reloader.clone();
     let api = mcpflow_api::Api::new(
         move || current.current().engine().clone(),
         move |pointer| {
-            reloader
+            locator
                 .sources()
                 .locate(pointer)
                 .map(|p| mcpflow_api::Position {
@@ -210,6 +211,10 @@ fn run_api(live: &LiveServer, reloader: Arc<Reloader>) -> mcpflow_api::Api {
                 })
         },
     );
+    let api = api.with_reload(move || {
+        let reloader = reloader.clone();
+        Box::pin(async move { reloader.reload(crate::reload::Trigger::Admin).await })
+    });
     api.attach(live.current().engine());
     api
 }

@@ -144,6 +144,21 @@ fn assert_no_secret(text: &str, f: &auth_support::Fixture, what: &str) {
     assert!(!text.contains("sha256:"), "a key's digest in {what}");
 }
 
+/// A `tools/call` as `key` over Streamable HTTP (2026-07-28): the status and the message.
+async fn call(http: &reqwest::Client, base: &str, key: &str, params: Value) -> (u16, Value) {
+    let (status, _, m) = mcp(http, base, Some(key), "tools/call", params).await;
+    (status, m)
+}
+
+/// A call that was served and did not fail.
+fn served(status: u16, m: &Value) {
+    assert_eq!(
+        (status, &m["result"]["isError"]),
+        (200, &json!(false)),
+        "{m}"
+    );
+}
+
 #[tokio::test]
 async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store() {
     let f = audit_fixture();
@@ -153,60 +168,47 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
     let file = f.dir.path().join("audit.jsonl");
 
     // A graph tool's call, with an argument value that must stay out of the log.
-    let (status, _, m) = mcp(
+    let (status, m) = call(
         &http,
         &base,
-        Some(f.key("caller")),
-        "tools/call",
+        f.key("caller"),
         call_params("echo", json!({"text": SECRET_ARG})),
     )
     .await;
-    assert_eq!(
-        (status, &m["result"]["isError"]),
-        (200, &json!(false)),
-        "{m}"
-    );
+    served(status, &m);
     // A proxied tool's call.
-    let (status, _, m) = mcp(
+    let (status, m) = call(
         &http,
         &base,
-        Some(f.key("caller")),
-        "tools/call",
+        f.key("caller"),
         call_params("fx__echo", json!({"secret": SECRET_ARG})),
     )
     .await;
-    assert_eq!(
-        (status, &m["result"]["isError"]),
-        (200, &json!(false)),
-        "{m}"
-    );
+    served(status, &m);
     // A tool hidden from the caller: answered as unknown.
-    let (status, _, m) = mcp(
+    let (status, m) = call(
         &http,
         &base,
-        Some(f.key("globs")),
-        "tools/call",
+        f.key("globs"),
         call_params("secret_report", json!({})),
     )
     .await;
     assert_eq!(status, 200, "{m}");
     assert!(m["error"]["message"].as_str().is_some(), "{m}");
     // 403: a key without `tools:call`.
-    let (status, _, m) = mcp(
+    let (status, m) = call(
         &http,
         &base,
-        Some(f.key("tools:list")),
-        "tools/call",
+        f.key("tools:list"),
         call_params("echo", json!({"text": SECRET_ARG})),
     )
     .await;
     assert_eq!(status, 403, "{m}");
     // 401: a key no one was given.
-    let (status, _, m) = mcp(
+    let (status, m) = call(
         &http,
         &base,
-        Some(WRONG_KEY),
-        "tools/call",
+        WRONG_KEY,
         call_params("echo", json!({"text": SECRET_ARG})),
     )
     .await;
@@ -247,14 +249,8 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
         // Sent at once, an echo could take the slot before the nap does.
         tokio::time::sleep(Duration::from_millis(200)).await;
         loop {
-            let (status, _, m) = mcp(
-                &http,
-                &base,
-                Some(f.key("busy")),
-                "tools/call",
-                call_params("echo", json!({})),
-            )
-            .await;
+            let (status, m) =
+                call(&http, &base, f.key("busy"), call_params("echo", json!({}))).await;
             if status == 429 {
                 busy_refused += 1;
                 break 'naps;
@@ -284,11 +280,7 @@ async fn every_call_and_every_refusal_leaves_one_line_in_the_file_and_the_store(
             naps_refused += 1;
             continue;
         }
-        assert_eq!(
-            (status, &m["result"]["isError"]),
-            (200, &json!(false)),
-            "{m}"
-        );
+        served(status, &m);
         naps_slept += 1;
     }
     assert!(naps_slept > 0, "no nap ran");
@@ -499,19 +491,8 @@ async fn the_audit_file_is_opened_anew_on_sighup() {
     let rotated = f.dir.path().join("audit.jsonl.1");
     let echo = async || {
         let params = call_params("echo", json!({"text": "x"}));
-        let (status, _, m) = mcp(
-            &http,
-            &server.base,
-            Some(f.key("caller")),
-            "tools/call",
-            params,
-        )
-        .await;
-        assert_eq!(
-            (status, &m["result"]["isError"]),
-            (200, &json!(false)),
-            "{m}"
-        );
+        let (status, m) = call(&http, &server.base, f.key("caller"), params).await;
+        served(status, &m);
     };
     echo().await;
     assert_eq!(lines_when(&file, 1).len(), 1);

@@ -70,6 +70,11 @@ impl Drop for Served {
 }
 
 pub fn serve(config: &std::path::Path, env: &[(&str, &str)]) -> Served {
+    serve_with(config, env, &[])
+}
+
+/// [`serve`] with more arguments of `mcpflow serve`.
+pub fn serve_with(config: &std::path::Path, env: &[(&str, &str)], extra: &[&str]) -> Served {
     let mut child = Command::new(mcpflow())
         .args([
             "serve",
@@ -78,6 +83,7 @@ pub fn serve(config: &std::path::Path, env: &[(&str, &str)]) -> Served {
             "127.0.0.1:0",
         ])
         .arg("--authoring")
+        .args(extra)
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
