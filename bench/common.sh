@@ -37,7 +37,8 @@ listen_url() { # log tenths
     local url=
     local seen=
     for _ in $(seq "$2"); do
-        url=$(sed -n 's/^mcpflow: listening on //p' "$1")
+        # The server's shell opens the log after this loop may first look.
+        url=$(sed -n 's/^mcpflow: listening on //p' "$1" 2>/dev/null)
         # stderr is unbuffered: the line can be read half written. The same twice is whole.
         [[ -n $url && $url == "$seen" ]] && { echo "$url"; return 0; }
         seen=$url
