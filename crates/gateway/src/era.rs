@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use mcpflow_upstream::passthrough::SendOptions;
-use mcpflow_upstream::{Caller, Identity};
+use mcpflow_upstream::{Caller, ContentList, Identity};
 use rmcp::model::{
     CallToolRequestParams, InputResponses, ProtocolVersion, RequestMetaObject, ServerNotification,
     SubscriptionFilter,
@@ -95,24 +95,41 @@ impl Gateway {
         }
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = requested.tools_list_changed;
+        if self.passes(false) {
+            accepted.resources_list_changed = requested.resources_list_changed;
+        }
+        if self.passes(true) {
+            accepted.prompts_list_changed = requested.prompts_list_changed;
+        }
         Some(accepted)
     }
 
-    /// Feeds one `subscriptions/listen` stream with the upstreams' tool list changes until
-    /// the client ends it. rmcp has acknowledged it already and filters what it carries.
+    /// Feeds one `subscriptions/listen` stream with the upstreams' list changes (tools,
+    /// resources, prompts) until the client ends it. rmcp has acknowledged it already and
+    /// filters what it carries; what the client did not ask for is not sent.
     pub async fn listen(&self, context: &SubscriptionContext) -> Result<(), McpError> {
+        use broadcast::error::RecvError;
         if !self.active {
             context.cancelled().await;
             return Ok(());
         }
         let mut changes = self.pool.list_changes();
+        let mut contents = self.pool.content_changes();
         loop {
-            let server = tokio::select! {
+            let (server, list) = tokio::select! {
                 () = context.cancelled() => return Ok(()),
                 change = changes.recv() => match change {
-                    Ok(server) => server,
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => {
+                    Ok(server) => (server, None),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => {
+                        context.cancelled().await;
+                        return Ok(());
+                    }
+                },
+                change = contents.recv() => match change {
+                    Ok(c) => (c.server, Some(c.list)),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => {
                         context.cancelled().await;
                         return Ok(());
                     }
@@ -120,10 +137,22 @@ impl Gateway {
             };
             // The pool dropped its list before announcing the change, so a client that lists
             // again on the news never gets the old one.
-            if !self.proxies(&server) || context.accepted().tools_list_changed != Some(true) {
+            if !self.announces(&server, list) {
                 continue;
             }
-            let changed = ServerNotification::ToolListChangedNotification(Default::default());
+            let accepted = context.accepted();
+            let changed = match list {
+                None if accepted.tools_list_changed == Some(true) => {
+                    ServerNotification::ToolListChangedNotification(Default::default())
+                }
+                Some(ContentList::Resources) if accepted.resources_list_changed == Some(true) => {
+                    ServerNotification::ResourceListChangedNotification(Default::default())
+                }
+                Some(ContentList::Prompts) if accepted.prompts_list_changed == Some(true) => {
+                    ServerNotification::PromptListChangedNotification(Default::default())
+                }
+                _ => continue,
+            };
             if context.sink().send(changed).await.is_err() {
                 // The stream closed (the client went away); rmcp ends the request.
                 return Ok(());

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use mcpflow_model::Config;
 use mcpflow_model::proxy::{ProxiedUpstream, ProxyConfig};
-use mcpflow_upstream::UpstreamPool;
+use mcpflow_upstream::{ContentChange, ContentList, UpstreamPool};
 use rmcp::model::{ErrorCode, ServerCapabilities};
 use rmcp::service::Peer;
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -69,6 +69,7 @@ impl Gateway {
             )));
         }
         let changes = pool.list_changes();
+        let contents = pool.content_changes();
         let gateway = Arc::new(Gateway {
             pool,
             active: config.proxy.is_some(),
@@ -83,7 +84,7 @@ impl Gateway {
         if gateway.active
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn(watch_changes(Arc::downgrade(&gateway), changes));
+            runtime.spawn(watch_changes(Arc::downgrade(&gateway), changes, contents));
         }
         Ok(gateway)
     }
@@ -95,11 +96,6 @@ impl Gateway {
     /// The upstreams passed through, in config order.
     pub fn upstreams(&self) -> impl Iterator<Item = (&str, &ProxiedUpstream)> {
         self.config.upstreams.iter().map(|(k, v)| (k.as_str(), v))
-    }
-
-    /// Whether `server` is one of the upstreams this gateway passes through.
-    pub(crate) fn proxies(&self, server: &str) -> bool {
-        self.config.upstreams.contains_key(server)
     }
 
     /// Remembers the client so it hears about list changes.
@@ -122,13 +118,17 @@ impl Gateway {
         let mut caps = builder.enable_tools().enable_tool_list_changed().build();
         // Upstreams' `notifications/message` are relayed and `logging/setLevel` forwarded.
         caps.logging = Some(Default::default());
+        // Upstreams' resource and prompt list changes are re-announced like their tools'.
         if self.passes(false) {
             let mut resources = rmcp::model::ResourcesCapability::default();
             resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
             caps.resources = Some(resources);
         }
         if self.passes(true) {
-            caps.prompts = Some(rmcp::model::PromptsCapability::default());
+            let mut prompts = rmcp::model::PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            caps.prompts = Some(prompts);
         }
         if self.passes(false) || self.passes(true) {
             caps.completions = Some(Default::default());
@@ -160,27 +160,57 @@ impl Gateway {
     }
 }
 
-/// Re-announces the pool's upstream list changes to our clients, for as long as the gateway
-/// lives.
+/// Re-announces the pool's upstream list changes (tools, resources, prompts) to our clients,
+/// for as long as the gateway lives.
 async fn watch_changes(
     gateway: std::sync::Weak<Gateway>,
     mut changes: tokio::sync::broadcast::Receiver<Arc<str>>,
+    mut contents: tokio::sync::broadcast::Receiver<ContentChange>,
 ) {
+    use tokio::sync::broadcast::error::RecvError;
     loop {
-        let server = match changes.recv().await {
-            Ok(server) => server,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        let change = tokio::select! {
+            change = changes.recv() => match change {
+                Ok(server) => (server, None),
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return,
+            },
+            change = contents.recv() => match change {
+                Ok(c) => (c.server, Some(c.list)),
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return,
+            },
         };
         let Some(gateway) = gateway.upgrade() else {
             return;
         };
-        if !gateway.proxies(&server) {
+        let (server, list) = change;
+        if !gateway.announces(&server, list) {
             continue;
         }
         let clients: Vec<Peer<RoleServer>> = lock(&gateway.clients).clone();
         for peer in clients {
-            let _ = peer.notify_tool_list_changed().await;
+            let _ = match list {
+                None => peer.notify_tool_list_changed().await,
+                Some(ContentList::Resources) => peer.notify_resource_list_changed().await,
+                Some(ContentList::Prompts) => peer.notify_prompt_list_changed().await,
+            };
+        }
+    }
+}
+
+impl Gateway {
+    /// Whether a list change of `server` (tools when `list` is `None`) is ours to re-announce:
+    /// it is proxied, and passes the list that changed.
+    pub(crate) fn announces(&self, server: &str, list: Option<ContentList>) -> bool {
+        let Some(upstream) = self.config.upstreams.get(server) else {
+            return false;
+        };
+        match list {
+            None => true,
+            // Passed unless the config says `false`, as `passing` reads it.
+            Some(ContentList::Resources) => upstream.resources != Some(false),
+            Some(ContentList::Prompts) => upstream.prompts != Some(false),
         }
     }
 }

@@ -240,3 +240,105 @@ async fn sighup_reloads_and_a_refused_config_shows_in_readyz_and_metrics() {
         "{metrics}"
     );
 }
+
+/// Counts each kind of list change the server announces.
+#[derive(Clone, Default)]
+struct Lists {
+    tools: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    resources: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    prompts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for Lists {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.tools.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.resources
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.prompts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Proxied resources and prompts change with the upstreams: a server that passes them
+/// declares `listChanged` for them, re-announces an upstream's prompt list change, and
+/// announces both lists after a reload.
+#[tokio::test]
+async fn a_reload_announces_proxied_resources_and_prompts_too() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("graph.yaml");
+    let proxy = "proxy:\n  upstreams:\n    one: {resources: true, prompts: true}\n";
+    write(&config, &format!("{V1}{proxy}"));
+    let mut cmd = tokio::process::Command::new(common::mcpflow());
+    cmd.args([
+        "serve",
+        config.to_str().expect("utf-8"),
+        "--watch-ms",
+        "100",
+    ]);
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).expect("mcpflow starts");
+    let lists = Lists::default();
+    let client = rmcp::ServiceExt::serve(lists.clone(), transport)
+        .await
+        .expect("initialized");
+    let caps = client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .clone();
+    assert_eq!(caps.resources.and_then(|r| r.list_changed), Some(true));
+    assert_eq!(caps.prompts.and_then(|p| p.list_changed), Some(true));
+
+    // The upstream says its prompts changed: the client hears it from the gateway.
+    client
+        .call_tool(CallToolRequestParams::new(
+            "one__test_trigger_prompt_change",
+        ))
+        .await
+        .expect("the trigger is called");
+    for _ in 0..200 {
+        if lists.prompts.load(Ordering::SeqCst) >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        lists.prompts.load(Ordering::SeqCst),
+        1,
+        "the upstream's prompt change"
+    );
+    assert_eq!(lists.resources.load(Ordering::SeqCst), 0);
+
+    write(&config, &format!("{}{proxy}", v2()));
+    for _ in 0..200 {
+        if lists.prompts.load(Ordering::SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        lists.tools.load(Ordering::SeqCst) >= 1,
+        "no tools/list_changed"
+    );
+    assert!(
+        lists.resources.load(Ordering::SeqCst) >= 1,
+        "no resources/list_changed"
+    );
+    assert!(
+        lists.prompts.load(Ordering::SeqCst) >= 2,
+        "no prompts/list_changed after the reload"
+    );
+    client.cancel().await.expect("client stops");
+}

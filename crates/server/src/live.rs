@@ -1,8 +1,9 @@
 //! [`LiveServer`]: what the transports serve, a [`GraphServer`] that can be replaced while
 //! clients stay connected. Each request is answered by the server current when it arrived and
 //! keeps it to its end, so a run in flight finishes on the graph it started with; a reload
-//! swaps in the next one and tells every connected client `notifications/tools/list_changed`
-//! (on a 2025 session as a notification, on a 2026-07-28 `subscriptions/listen` stream on it).
+//! swaps in the next one and tells every connected client `notifications/tools/list_changed`,
+//! and the resources' and prompts' when proxied ones are served (on a 2025 session as
+//! notifications, on a 2026-07-28 `subscriptions/listen` stream on it, as far as it asked).
 
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -102,9 +103,18 @@ impl LiveServer {
             next,
         );
         self.shared.generation.send_modify(|g| *g += 1);
+        // Proxied resources and prompts may have changed with the upstreams: announced where
+        // either config passes them (what a client saw at its initialize).
+        let lists = ContentLists::of(&previous).or(ContentLists::of(&self.current()));
         for peer in clients {
             // A client that went away meanwhile is dropped at the next registration.
             let _ = peer.notify_tool_list_changed().await;
+            if lists.resources {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+            if lists.prompts {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
         }
         previous
     }
@@ -121,8 +131,49 @@ impl LiveServer {
             if context.sink().send(changed).await.is_err() {
                 return;
             }
+            let accepted = context.accepted();
+            let mut more = Vec::new();
+            if accepted.resources_list_changed == Some(true) {
+                more.push(ServerNotification::ResourceListChangedNotification(
+                    Default::default(),
+                ));
+            }
+            if accepted.prompts_list_changed == Some(true) {
+                more.push(ServerNotification::PromptListChangedNotification(
+                    Default::default(),
+                ));
+            }
+            for changed in more {
+                if context.sink().send(changed).await.is_err() {
+                    return;
+                }
+            }
         }
         std::future::pending::<()>().await;
+    }
+}
+
+/// Which of the proxied lists besides tools a server passes, so a reload announces them.
+#[derive(Clone, Copy)]
+struct ContentLists {
+    resources: bool,
+    prompts: bool,
+}
+
+impl ContentLists {
+    fn of(server: &GraphServer) -> ContentLists {
+        let caps = server.gateway().capabilities();
+        ContentLists {
+            resources: caps.resources.is_some(),
+            prompts: caps.prompts.is_some(),
+        }
+    }
+
+    fn or(self, other: ContentLists) -> ContentLists {
+        ContentLists {
+            resources: self.resources || other.resources,
+            prompts: self.prompts || other.prompts,
+        }
     }
 }
 

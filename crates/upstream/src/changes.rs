@@ -1,4 +1,5 @@
-//! A pool's feeds of what its upstreams announce unasked: tool list changes and log lines.
+//! A pool's feeds of what its upstreams announce unasked: tool list changes, resource and
+//! prompt list changes, and log lines.
 //!
 //! Each [`UpstreamPool`](crate::UpstreamPool) owns one [`Feeds`]; whoever re-exports its
 //! upstreams (the gateway) subscribes to the pool it has, so two pools in one process never
@@ -24,10 +25,27 @@ pub struct UpstreamLog {
     pub params: serde_json::Value,
 }
 
+/// A list besides tools an upstream said changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentList {
+    Resources,
+    Prompts,
+}
+
+/// `notifications/resources/list_changed` or `notifications/prompts/list_changed` of an
+/// upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentChange {
+    /// The configured name of the upstream.
+    pub server: Arc<str>,
+    pub list: ContentList,
+}
+
 /// The senders of one pool's feeds.
 #[derive(Debug)]
 pub(crate) struct Feeds {
     changes: broadcast::Sender<Arc<str>>,
+    contents: broadcast::Sender<ContentChange>,
     logs: broadcast::Sender<UpstreamLog>,
 }
 
@@ -35,6 +53,7 @@ impl Default for Feeds {
     fn default() -> Self {
         Feeds {
             changes: broadcast::channel(CHANGES_CAPACITY).0,
+            contents: broadcast::channel(CHANGES_CAPACITY).0,
             logs: broadcast::channel(LOGS_CAPACITY).0,
         }
     }
@@ -47,6 +66,17 @@ impl Feeds {
 
     pub fn logs(&self) -> broadcast::Receiver<UpstreamLog> {
         self.logs.subscribe()
+    }
+
+    pub fn content_changes(&self) -> broadcast::Receiver<ContentChange> {
+        self.contents.subscribe()
+    }
+
+    pub fn announce_content(&self, server: &Arc<str>, list: ContentList) {
+        let _ = self.contents.send(ContentChange {
+            server: server.clone(),
+            list,
+        });
     }
 
     pub fn announce_change(&self, server: &Arc<str>) {

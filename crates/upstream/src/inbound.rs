@@ -129,6 +129,16 @@ impl Inbound {
                 self.catalog.invalidate();
                 self.feeds.announce_change(&self.server);
             }
+            ServerNotification::ResourceListChangedNotification(_) => {
+                tracing::debug!(server = %self.server, "upstream resource list changed");
+                self.feeds
+                    .announce_content(&self.server, crate::changes::ContentList::Resources);
+            }
+            ServerNotification::PromptListChangedNotification(_) => {
+                tracing::debug!(server = %self.server, "upstream prompt list changed");
+                self.feeds
+                    .announce_content(&self.server, crate::changes::ContentList::Prompts);
+            }
             _ => {}
         }
     }

@@ -86,7 +86,7 @@ mod stateless;
 mod stderr;
 mod upstream;
 
-pub use changes::UpstreamLog;
+pub use changes::{ContentChange, ContentList, UpstreamLog};
 pub use error::UpstreamError;
 pub use identity::Identity;
 pub use inbound::{ProgressSink, UpstreamProgress};

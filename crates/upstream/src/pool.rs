@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use tokio::sync::broadcast;
 
-use crate::changes::{Feeds, UpstreamLog};
+use crate::changes::{ContentChange, Feeds, UpstreamLog};
 use crate::error::UpstreamError;
 use crate::identity::Identity;
 use crate::inbound::ProgressSink;
@@ -232,6 +232,11 @@ impl UpstreamPool {
     /// they say it; the pool's tool cache for that upstream is dropped before the name is sent.
     pub fn list_changes(&self) -> broadcast::Receiver<Arc<str>> {
         self.shared.feeds.list_changes()
+    }
+
+    /// This pool's upstreams' resource and prompt list changes, as they arrive.
+    pub fn content_changes(&self) -> broadcast::Receiver<ContentChange> {
+        self.shared.feeds.content_changes()
     }
 
     /// The `notifications/message` this pool's upstreams send, each published before any

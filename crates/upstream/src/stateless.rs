@@ -58,11 +58,11 @@ async fn probe(connection: &Connection, server: &str) -> bool {
     let version = connection.info().protocol_version.as_str();
     let peer = connection.peer();
     if version >= ProtocolVersion::V_2026_07_28.as_str() {
-        let announces = peer
+        let announced = peer
             .peer_info()
-            .is_some_and(|info| announces_tool_changes(&info.capabilities));
-        if announces {
-            tokio::spawn(follow_tool_changes(peer.clone(), server.into()));
+            .and_then(|info| announced_changes(&info.capabilities));
+        if let Some(filter) = announced {
+            tokio::spawn(follow_list_changes(peer.clone(), server.into(), filter));
         }
         return true;
     }
@@ -83,18 +83,18 @@ async fn probe(connection: &Connection, server: &str) -> bool {
             found
                 .supported_versions
                 .contains(&ProtocolVersion::V_2026_07_28),
-            announces_tool_changes(&found.capabilities),
+            announced_changes(&found.capabilities),
         ),
         // Method not found, an empty answer, no answer: a server of the 2025 era.
-        _ => (false, false),
+        _ => (false, None),
     };
     tracing::debug!(
         server,
         modern,
         "asked the upstream's session for 2026-07-28"
     );
-    if modern && announces {
-        tokio::spawn(follow_tool_changes(peer.clone(), server.into()));
+    if modern && let Some(filter) = announces {
+        tokio::spawn(follow_list_changes(peer.clone(), server.into(), filter));
     }
     modern
 }
@@ -108,21 +108,46 @@ fn our_context() -> RequestMetaObject {
     )
 }
 
-fn announces_tool_changes(capabilities: &ServerCapabilities) -> bool {
-    capabilities
+/// The list changes a server of the 2026-07-28 era announces (its tools', resources' and
+/// prompts' `listChanged`), as the filter of a `subscriptions/listen`; `None` for none.
+fn announced_changes(capabilities: &ServerCapabilities) -> Option<SubscriptionFilter> {
+    let mut filter = SubscriptionFilter::new();
+    if capabilities
         .tools
         .as_ref()
-        .is_some_and(|tools| tools.list_changed == Some(true))
+        .is_some_and(|t| t.list_changed == Some(true))
+    {
+        filter.tools_list_changed = Some(true);
+    }
+    if capabilities
+        .resources
+        .as_ref()
+        .is_some_and(|r| r.list_changed == Some(true))
+    {
+        filter.resources_list_changed = Some(true);
+    }
+    if capabilities
+        .prompts
+        .as_ref()
+        .is_some_and(|p| p.list_changed == Some(true))
+    {
+        filter.prompts_list_changed = Some(true);
+    }
+    let any = [
+        filter.tools_list_changed,
+        filter.resources_list_changed,
+        filter.prompts_list_changed,
+    ]
+    .contains(&Some(true));
+    any.then_some(filter)
 }
 
-/// Keeps a `subscriptions/listen` for tool list changes open on a session that speaks
-/// 2026-07-28, for as long as the session lasts. A server of that era announces a change made
-/// by a 2026-07-28 request on such streams only, not to the session that made it; the
-/// notifications (tagged with a subscription rmcp does not track) reach our client handler
+/// Keeps a `subscriptions/listen` for the list changes `filter` names open on a session that
+/// speaks 2026-07-28, for as long as the session lasts. A server of that era announces a
+/// change made by a 2026-07-28 request on such streams only, not to the session that made it;
+/// the notifications (tagged with a subscription rmcp does not track) reach our client handler
 /// like a session's own, which drops the cached list and tells our clients.
-async fn follow_tool_changes(peer: Peer<RoleClient>, server: Arc<str>) {
-    let mut filter = SubscriptionFilter::new();
-    filter.tools_list_changed = Some(true);
+async fn follow_list_changes(peer: Peer<RoleClient>, server: Arc<str>, filter: SubscriptionFilter) {
     let request = ClientRequest::SubscriptionsListenRequest(SubscriptionsListenRequest::new(
         SubscriptionsListenRequestParams::new(filter),
     ));
