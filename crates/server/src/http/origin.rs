@@ -103,7 +103,11 @@ fn host_of(authority: &str) -> &str {
         };
     }
     match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        // A host with a colon of its own is an IPv6 address written without brackets, which
+        // carries no port (`::1:8080` is another address, not `::1` on port 8080): whole.
+        Some((host, port)) if !host.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            host
+        }
         _ => authority,
     }
 }
@@ -126,6 +130,7 @@ mod tests {
             "127.0.0.1:1",
             "[::1]:3000",
             "[::1]",
+            "::1",
             "LOCALHOST",
         ] {
             assert!(g.host_allowed(h), "{h}");
@@ -140,6 +145,9 @@ mod tests {
             "[::1]evil",
             "[::1]:",
             "[::1]:80x",
+            // Found by http_guard: a bare IPv6 address has no port to strip.
+            "::1:",
+            "::1:8080",
         ] {
             assert!(!g.host_allowed(h), "{h}");
         }
