@@ -202,32 +202,15 @@ fn refused_tools(rest_call: bool, path: &str, messages: &[Message]) -> Vec<Strin
 
 /// The tool of `POST /rest/v1/tools/{name}/call`, percent-decoded as the route reads it.
 fn rest_tool(path: &str) -> Vec<String> {
-    let Some(name) = path
-        .strip_prefix("/rest/v1/tools/")
+    path.strip_prefix("/rest/v1/tools/")
         .and_then(|rest| rest.strip_suffix("/call"))
-    else {
-        return Vec::new();
-    };
-    let bytes = name.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                decoded.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                decoded.push(byte);
-                i += 1;
-            }
-        }
-    }
-    vec![String::from_utf8_lossy(&decoded).into_owned()]
+        .map(|name| {
+            percent_encoding::percent_decode_str(name)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+        .into_iter()
+        .collect()
 }
 
 fn outcome_of(refusal: &Refusal) -> &'static str {

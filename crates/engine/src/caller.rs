@@ -110,8 +110,8 @@ impl Caller {
         self
     }
 
-    /// Who an upstream request of this caller's run is made for (its `${caller.…}` headers).
-    pub(crate) fn identity(&self) -> mcpflow_upstream::Identity {
+    /// Who an upstream request of this caller is made for (its `${caller.…}` headers).
+    pub fn identity(&self) -> mcpflow_upstream::Identity {
         mcpflow_upstream::Identity::new(self.json.clone(), self.token.as_ref().map(|t| t.0.clone()))
     }
 

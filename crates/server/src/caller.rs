@@ -92,12 +92,8 @@ pub(crate) fn tell_hooks(context: &mut RequestContext<RoleServer>, principal: Op
         .extensions
         .insert(mcpflow_gateway::CallerMetadata(caller.shared_json()));
     // Who the gateway's forwarded requests are made for (a remote upstream's `${caller.…}`
-    // headers); the credential only where the principal is a real one.
-    let token = credential.filter(|_| caller.subject().is_some());
-    context.extensions.insert(mcpflow_upstream::Identity::new(
-        caller.shared_json(),
-        token.map(|c| c.secret()),
-    ));
+    // headers), as the call's run makes its own.
+    context.extensions.insert(caller.identity());
     context.extensions.insert(caller);
 }
 
