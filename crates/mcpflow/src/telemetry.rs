@@ -2,11 +2,10 @@
 //! trace pipeline whose tracer `mcpflow_telemetry::trace` makes spans with, and the metrics
 //! switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
 
-use std::collections::HashMap;
+mod export;
 
 use mcpflow_config::telemetry::{OtlpProtocol, TelemetryConfig};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use tracing_subscriber::EnvFilter;
 
@@ -139,38 +138,21 @@ fn start_traces(
     let protocol = protocol(config)?;
     // `${VAR}` in a header value, as in an upstream's headers; the value itself is a secret
     // and never appears in a message.
-    let mut headers = HashMap::new();
+    let mut headers = Vec::new();
     for (name, value) in &traces.headers {
         let value = mcpflow_config::interpolate::interpolate_env(value)
             .map_err(|e| format!("telemetry.traces.headers.{name}: {e}"))?;
-        headers.insert(name.clone(), value);
+        headers.push((name.clone(), value));
     }
-    let exporter = match protocol {
-        OtlpProtocol::HttpProtobuf => {
-            let mut builder = opentelemetry_otlp::SpanExporter::builder()
-                .with_http()
-                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary);
-            if let Some(url) = &endpoint {
-                builder = builder.with_endpoint(http_traces_url(url));
-            }
-            if !headers.is_empty() {
-                builder = builder.with_headers(headers);
-            }
-            builder.build()
-        }
-        OtlpProtocol::Grpc => {
-            let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-            if let Some(url) = &endpoint {
-                builder = builder.with_endpoint(url.clone());
-            }
-            if !headers.is_empty() {
-                let metadata = grpc_metadata(&headers)?;
-                builder = builder.with_metadata(metadata);
-            }
-            builder.build()
-        }
-    }
-    .map_err(|e| format!("telemetry.traces: cannot start the OTLP exporter: {e}"))?;
+    let endpoint = endpoint.map(|url| match protocol {
+        OtlpProtocol::HttpProtobuf => http_traces_url(&url),
+        OtlpProtocol::Grpc => url,
+    });
+    let (exporter, shown) = export::Exporter::new(export::Destination {
+        protocol,
+        endpoint,
+        headers,
+    })?;
     let service = config
         .and_then(|c| c.service_name.clone())
         .or_else(|| env("OTEL_SERVICE_NAME"))
@@ -193,30 +175,12 @@ fn start_traces(
         provider.tracer("mcpflow"),
         traces.record_arguments.unwrap_or(false),
     );
-    let shown = endpoint.unwrap_or_else(|| "the OTEL_EXPORTER_OTLP_* endpoint".to_owned());
     let protocol = match protocol {
         OtlpProtocol::HttpProtobuf => "http/protobuf",
         OtlpProtocol::Grpc => "grpc",
     };
     tracing::info!(endpoint = %shown, protocol, "exporting traces over OTLP");
     Ok(provider)
-}
-
-fn grpc_metadata(
-    headers: &HashMap<String, String>,
-) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, String> {
-    use axum::http::{HeaderMap, HeaderName, HeaderValue};
-    let mut map = HeaderMap::new();
-    for (name, value) in headers {
-        let key = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
-            .map_err(|_| format!("telemetry.traces.headers: `{name}` is not a header name"))?;
-        // The value is a secret: never in the message.
-        let value = HeaderValue::from_str(value).map_err(|_| {
-            format!("telemetry.traces.headers.{name}: the value is not valid in a header")
-        })?;
-        map.insert(key, value);
-    }
-    Ok(opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map))
 }
 
 #[cfg(test)]

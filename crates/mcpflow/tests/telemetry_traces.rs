@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::http::HeaderMap;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -84,11 +85,23 @@ fn spans_of(request: ExportTraceServiceRequest) -> Vec<Span> {
 
 /// An OTLP/HTTP receiver: `POST /v1/traces` with a protobuf `ExportTraceServiceRequest`.
 async fn http_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
+    let (addr, spans, _) = http_receiver_with_headers().await;
+    (addr, spans)
+}
+
+/// The same, telling also the headers of every export.
+async fn http_receiver_with_headers() -> (
+    SocketAddr,
+    mpsc::UnboundedReceiver<Span>,
+    mpsc::UnboundedReceiver<HeaderMap>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let (headers_tx, headers_rx) = mpsc::unbounded_channel();
     let app = axum::Router::new().route(
         "/v1/traces",
-        axum::routing::post(move |body: Bytes| {
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
             let tx = tx.clone();
+            let _ = headers_tx.send(headers);
             async move {
                 let request =
                     ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
@@ -105,10 +118,13 @@ async fn http_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, rx)
+    (addr, rx, headers_rx)
 }
 
-struct Collector(mpsc::UnboundedSender<Span>);
+struct Collector(
+    mpsc::UnboundedSender<Span>,
+    mpsc::UnboundedSender<tonic::metadata::MetadataMap>,
+);
 
 #[tonic::async_trait]
 impl TraceService for Collector {
@@ -116,6 +132,7 @@ impl TraceService for Collector {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let _ = self.1.send(request.metadata().clone());
         for span in spans_of(request.into_inner()) {
             let _ = self.0.send(span);
         }
@@ -125,7 +142,18 @@ impl TraceService for Collector {
 
 /// An OTLP/gRPC receiver: the collector's `TraceService`.
 async fn grpc_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
+    let (addr, spans, _) = grpc_receiver_with_metadata().await;
+    (addr, spans)
+}
+
+/// The same, telling also the metadata of every export.
+async fn grpc_receiver_with_metadata() -> (
+    SocketAddr,
+    mpsc::UnboundedReceiver<Span>,
+    mpsc::UnboundedReceiver<tonic::metadata::MetadataMap>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let (metadata_tx, metadata_rx) = mpsc::unbounded_channel();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -133,11 +161,11 @@ async fn grpc_receiver() -> (SocketAddr, mpsc::UnboundedReceiver<Span>) {
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     tokio::spawn(async move {
         tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(Collector(tx)))
+            .add_service(TraceServiceServer::new(Collector(tx, metadata_tx)))
             .serve_with_incoming(incoming)
             .await
     });
-    (addr, rx)
+    (addr, rx, metadata_rx)
 }
 
 fn config(dir: &Path, endpoint: &str, protocol: &str, record: &Path) -> std::path::PathBuf {
@@ -348,4 +376,64 @@ async fn meta_traceparent_and_recorded_arguments() {
     let request = one(&spans, "tools/call twice");
     assert_ne!(request.trace_id, TRACE);
     assert!(request.parent.is_empty(), "a root span: {request:#?}");
+}
+
+/// Without an endpoint in the config, the standard variables name the collector (the base URL
+/// gets the traces path over HTTP), `OTEL_EXPORTER_OTLP_HEADERS` adds headers (values
+/// percent-decoded) and the config's `headers` (with `${VAR}`) win over them; over gRPC the
+/// same headers are the request's metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_environment_names_the_collector_and_its_headers() {
+    for protocol in ["http/protobuf", "grpc"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join("upstream.jsonl");
+        let path = config(dir.path(), "http://unused", protocol, &record);
+        let yaml = std::fs::read_to_string(&path).expect("config").replace(
+            &format!("traces: {{ endpoint: \"http://unused\", protocol: \"{protocol}\" }}"),
+            "traces: { enabled: true, headers: { x-from-config: \"${COLLECTOR_KEY}\" } }",
+        );
+        assert!(yaml.contains("x-from-config"), "{yaml}");
+        std::fs::write(&path, yaml).expect("config");
+        let (addr, mut spans, mut headers) = match protocol {
+            "grpc" => {
+                let (addr, spans, mut metadata) = grpc_receiver_with_metadata().await;
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    while let Some(m) = metadata.recv().await {
+                        let _ = tx.send(m.into_headers());
+                    }
+                });
+                (addr, spans, rx)
+            }
+            _ => http_receiver_with_headers().await,
+        };
+        let env = [
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-from-env=a%20b%2Cc, x-from-config=overridden",
+            ),
+            ("COLLECTOR_KEY", "k-123"),
+        ];
+        let endpoint = format!("http://{addr}");
+        let env: Vec<(&str, &str)> = env
+            .into_iter()
+            .chain([("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())])
+            .collect();
+        let server = http_common::start_with_env(&path, &[], &env);
+        let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        let got = collect(&mut spans, |s| {
+            s.iter().any(|s| s.name == "tools/call twice")
+        })
+        .await;
+        assert_eq!(one(&got, "tools/call twice").trace_id, TRACE, "{protocol}");
+        let sent = tokio::time::timeout(Duration::from_secs(10), headers.recv())
+            .await
+            .expect("headers in time")
+            .expect("headers");
+        assert_eq!(sent["x-from-env"], "a b,c", "{protocol}: {sent:?}");
+        assert_eq!(sent["x-from-config"], "k-123", "{protocol}: {sent:?}");
+    }
 }

@@ -8,8 +8,10 @@
 //!   the cost of an atomic load, until it does), each made current while its work is polled
 //!   so that the spans started inside are its children; W3C trace context is taken from what
 //!   a client sent (`traceparent` in `_meta` or an HTTP header) and put on what goes upstream.
+//! - [`otlp`]: finished spans encoded as OTLP protobuf, for the binary's exporter to send.
 //!
 //! This crate owns no exporter, no socket and no thread: the OTLP pipeline is the binary's.
 
 pub mod metrics;
+pub mod otlp;
 pub mod trace;
