@@ -316,7 +316,7 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
           {saving ? "Saving…" : "Save"}
         </button>
         <span className="edit-status muted" data-testid="edit-status">
-          {whyNot ?? (savedNote ? "" : "valid")}
+          {whyNot ?? "valid"}
         </span>
       </div>
       <div className="edit-bar add-bar" role="toolbar" aria-label="Add a node">

@@ -336,6 +336,7 @@ export function NodeForm(props: {
   if (!props.schema) return <p className="muted">No schema for this node type.</p>;
   return (
     <form className="schema-form node-form" aria-label={`Fields of ${String(props.node.id ?? "")}`} onSubmit={(e) => e.preventDefault()}>
+      <Issues problems={props.problems} path={props.pointer} exact />
       <Fields root={root} schema={root} path={props.pointer} value={props.node} onChange={props.onChange} problems={props.problems} ids={props.ids} skip={skipOwn} />
       <details className="options">
         <summary>options ({props.common.join(", ")})</summary>

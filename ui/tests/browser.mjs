@@ -342,6 +342,8 @@ try {
     const yaml = page.getByLabel("YAML");
     const edge = (from, to) => page.locator(`.react-flow__edge[data-id$=":${from}->${to}"]`);
     async function connectNodes(from, to) {
+      // The graph is fitted to the view again after a change of shape.
+      await page.waitForTimeout(200);
       const a = await page.locator(`.react-flow__node[data-id="${from}"] .react-flow__handle.source`).boundingBox();
       const b = await page.locator(`.react-flow__node[data-id="${to}"] .react-flow__handle.target`).boundingBox();
       if (!a || !b) throw new Error(`no handles to connect ${from} to ${to}`);

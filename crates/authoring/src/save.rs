@@ -127,13 +127,7 @@ pub async fn save_definition(
         .map_err(|e| SaveError::BrokenOnDisk(broken_on_disk(&e)))?;
     // The config being written into says whether it may be (turned off since it was served,
     // it is off).
-    if !on_disk.config.authoring.is_some_and(|a| a.save()) {
-        return Err(SaveError::Disabled(
-            "saving is turned off in this config: `authoring: {save: true}` lets tools be \
-             saved (each to a file of its own, in the directory the config includes)"
-                .into(),
-        ));
-    }
+    crate::edit::saving_allowed(&on_disk).map_err(SaveError::Disabled)?;
     let current = Served {
         engine: engine.clone(),
         config: std::sync::Arc::new(on_disk.config.clone()),

@@ -75,7 +75,10 @@ async fn a_tool_is_opened_checked_and_saved_through_the_authoring_save_path() {
         .as_array()
         .and_then(|t| t.iter().find(|t| t["type"] == "transform"))
         .expect("transform in the catalog");
-    assert!(transform["schema"]["properties"]["transform"].is_object());
+    assert!(
+        transform["schema"].to_string().contains("\"expr\""),
+        "{transform}"
+    );
     for template in overview["templates"].as_array().expect("templates") {
         let (status, checked) = post(
             &http,
