@@ -149,6 +149,9 @@ function Inner(props: Props) {
         n.type === "flow"
           ? {
               ...n,
+              // Edges are drawn over the nodes (over groups); in the editor the nodes' handles
+              // must be above the edges' ends to start a connection.
+              ...(edit ? { zIndex: 2 } : {}),
               selected: props.overlay.selected === n.id,
               data: {
                 ...(n.data as FlowNodeData),

@@ -339,7 +339,7 @@ try {
 
   if (editDir) {
     const status = page.getByTestId("edit-status");
-    const yaml = page.getByLabel("YAML");
+    const yaml = page.getByRole("textbox", { name: "YAML", exact: true });
     const edge = (from, to) => page.locator(`.react-flow__edge[data-id$=":${from}->${to}"]`);
     async function connectNodes(from, to) {
       // The graph is fitted to the view again after a change of shape.
