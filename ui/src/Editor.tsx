@@ -99,8 +99,11 @@ export function EditorView(props: { tool?: string; template?: string; onSaved: (
   const [info, setInfo] = useState<Authoring | null>(null);
   const [opened, setOpened] = useState<Opened | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Opening the tool again (after a save refused because it changed on disk).
+  const [generation, setGeneration] = useState(0);
   useEffect(() => {
     let live = true;
+    setOpened(null);
     Promise.all([authoringInfo(), props.tool ? api.source(props.tool) : Promise.resolve(null)])
       .then(([a, source]) => {
         if (!live) return;
@@ -122,13 +125,21 @@ export function EditorView(props: { tool?: string; template?: string; onSaved: (
     return () => {
       live = false;
     };
-  }, [props.tool, props.template]);
+  }, [props.tool, props.template, generation]);
   if (error) return <div className="empty">{error}</div>;
   if (!info || !opened) return <div className="empty">loading the editor…</div>;
-  return <Editor key={`${props.tool ?? ""}/${props.template ?? ""}`} info={info} opened={opened} onSaved={props.onSaved} />;
+  return (
+    <Editor
+      key={`${props.tool ?? ""}/${props.template ?? ""}/${generation}`}
+      info={info}
+      opened={opened}
+      onSaved={props.onSaved}
+      reopen={props.tool ? () => setGeneration((g) => g + 1) : undefined}
+    />
+  );
 }
 
-function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string) => void }) {
+function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string) => void; reopen?: () => void }) {
   const h = useHistory(props.opened.doc);
   const { doc } = h;
   const [original, setOriginal] = useState(props.opened.original);
@@ -140,7 +151,7 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
   const [selected, setSelected] = useState<string | null>(null);
   const [tab, setTab] = useState<"node" | "tool" | "problems">("node");
   const [saving, setSaving] = useState(false);
-  const [saveError, setSaveError] = useState<string | null>(null);
+  const [saveError, setSaveError] = useState<{ message: string; changed: boolean } | null>(null);
   const [savedNote, setSavedNote] = useState<string | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
 
@@ -239,7 +250,7 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
     } catch (e) {
       const err = e as ApiError;
       if (err.problems) setProblems(err.problems);
-      setSaveError(err.message);
+      setSaveError({ message: err.message, changed: err.code === "changed_on_disk" });
     } finally {
       setSaving(false);
     }
@@ -331,7 +342,12 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
         <div className="edit-notes">
           {saveError && (
             <div className="error" role="alert" data-testid="save-error">
-              {saveError}
+              {saveError.message}
+              {saveError.changed && props.reopen && !newName && (
+                <button className="small push-left" onClick={props.reopen} title="Discard your edits and open the tool as it is on disk now">
+                  Open the version on disk
+                </button>
+              )}
             </div>
           )}
           {savedNote && (

@@ -2,14 +2,20 @@
 // scalars, a tool's and a node's keys in the order people write them). The editor's YAML pane
 // shows this after a graph edit and the server parses it back (the one YAML parser is the
 // loader's), so every scalar is written so that it reads back as the same value: anything a
-// plain scalar could misread is quoted as JSON, which YAML reads as is.
+// plain scalar could misread is single-quoted, or written as JSON (which YAML reads as is) when
+// it holds characters single quotes cannot.
 import type { Json } from "./api";
 
 const PLAIN = /^[A-Za-z_$./][\w$./ -]*$/;
 const RESERVED = /^(true|false|null|yes|no|on|off|y|n|~|-?\d.*|[-+]?\.(inf|nan))$/i;
 
+/** One line of printable characters: YAML's single quotes hold it as is (`'` doubled). */
+const QUOTABLE = /^[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]*$/;
+
 function scalar(s: string): string {
-  return PLAIN.test(s) && !RESERVED.test(s) && !s.endsWith(" ") ? s : JSON.stringify(s);
+  if (PLAIN.test(s) && !RESERVED.test(s) && !s.endsWith(" ")) return s;
+  // An expression full of double quotes reads better in single ones than escaped.
+  return QUOTABLE.test(s) ? `'${s.replace(/'/g, "''")}'` : JSON.stringify(s);
 }
 
 /** Whether `s` reads back the same as a literal block scalar (`|` or `|-`). */

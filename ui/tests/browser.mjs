@@ -444,6 +444,11 @@ try {
       refusal = null;
       await shot("11-save-conflict");
       if (readFileSync(file, "utf8") !== byHand) throw new Error("the change on disk was overwritten");
+      // Opened again as it is on disk, the change made there shows.
+      await page.getByRole("button", { name: "Open the version on disk" }).click();
+      await page.getByTestId("save-error").waitFor({ state: "detached" });
+      await expectText(status, "valid");
+      if (!(await yaml.inputValue()).includes("edited by hand")) throw new Error("the tool was not opened again from disk");
     });
 
     await step("edit: a new tool from a template, saved, exported and imported", async () => {
