@@ -365,6 +365,13 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
     if (id) setTab("node");
   };
   useSelectionKeys(selected, select, (node) => props.setBreakpoint(props.tool, node, node in props.breakpoints ? undefined : null));
+  useEffect(() => {
+    const on = (e: KeyboardEvent) => {
+      if (e.key === "e" && !typing(e) && !e.ctrlKey && !e.metaKey && !e.altKey) go("edit", props.tool);
+    };
+    window.addEventListener("keydown", on);
+    return () => window.removeEventListener("keydown", on);
+  }, [props.tool]);
   if (error) return <Empty>{error}</Empty>;
   if (!graph) return <Empty>loading {props.tool}…</Empty>;
   const node = graph.nodes.find((n) => n.id === selected);
@@ -889,7 +896,7 @@ export function App() {
             </a>
           ))}
         </nav>
-        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · F6 F8 F10 debug</span>
+        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
       </header>
       <div className="body">
         {!editing && <nav className="sidebar" aria-label={title}>

@@ -369,7 +369,9 @@ try {
     await step("edit: a saved tool opens in the editor, its YAML beside its graph", async () => {
       await page.goto(`${base}/ui/#/tools/greeting`);
       await node("hello").waitFor();
-      await page.getByRole("link", { name: "Edit", exact: true }).click();
+      // The tool's Edit link, or `e` from the keyboard.
+      await page.getByRole("link", { name: "Edit", exact: true }).waitFor();
+      await page.keyboard.press("e");
       await page.waitForURL(/#\/edit\/greeting$/);
       await node("hello").waitFor();
       await expectText(status, "valid");
