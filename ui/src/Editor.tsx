@@ -12,7 +12,7 @@ import { addNode, connect, disconnect, freshId, graphOf, isObj, nodesOf, problem
 import type { Obj } from "./definition";
 import { GraphView } from "./GraphView";
 import type { Editing, Overlay } from "./GraphView";
-import { NodeForm } from "./NodeForm";
+import { JsonField, NodeForm } from "./NodeForm";
 import { YamlPane } from "./YamlPane";
 import { toYaml } from "./yaml";
 
@@ -473,8 +473,6 @@ function ToolFields(props: { def: Obj; onChange: (d: Obj) => void; problems: Pro
     else next[key] = v;
     props.onChange(next);
   };
-  const [schema, setSchema] = useState(JSON.stringify(props.def.inputSchema ?? { type: "object" }, null, 2));
-  const [bad, setBad] = useState<string | null>(null);
   return (
     <form className="schema-form" aria-label="Tool fields" onSubmit={(e) => e.preventDefault()}>
       <label className="field">
@@ -485,25 +483,12 @@ function ToolFields(props: { def: Obj; onChange: (d: Obj) => void; problems: Pro
         <span className="field-name">description</span>
         <textarea name="description" rows={2} value={typeof props.def.description === "string" ? props.def.description : ""} onChange={(e) => set("description", e.target.value)} />
       </label>
-      <label className="field">
-        <span className="field-name">inputSchema (JSON Schema)</span>
-        <textarea
-          name="inputSchema"
-          rows={8}
-          spellCheck={false}
-          value={schema}
-          onChange={(e) => {
-            setSchema(e.target.value);
-            try {
-              set("inputSchema", JSON.parse(e.target.value));
-              setBad(null);
-            } catch (err) {
-              setBad(`not JSON yet: ${(err as Error).message}`);
-            }
-          }}
-        />
-        {bad && <span className="field-desc bad">{bad}</span>}
-      </label>
+      <div className="field">
+        <label className="field-name" htmlFor="tool-input-schema">
+          inputSchema (JSON Schema)
+        </label>
+        <JsonField id="tool-input-schema" name="inputSchema" value={props.def.inputSchema} onChange={(v) => set("inputSchema", v)} />
+      </div>
       {props.problems.length > 0 && (
         <ul className="field-problems" role="alert">
           {props.problems.map((p, i) => (

@@ -111,7 +111,7 @@ function Issues(props: { problems: Problem[]; path: string; exact?: boolean }) {
   );
 }
 
-function JsonField(props: { id: string; name: string; value: Json | undefined; onChange: (v: Json | undefined) => void }) {
+export function JsonField(props: { id: string; name: string; value: Json | undefined; onChange: (v: Json | undefined) => void }) {
   const shown = props.value === undefined ? "" : JSON.stringify(props.value, null, 2);
   const [text, setText] = useState(shown);
   const [bad, setBad] = useState<string | null>(null);

@@ -458,6 +458,25 @@ try {
       await page.getByRole("link", { name: "New tool" }).click();
       await page.waitForURL(/#\/new$/);
       await expectText(status, "valid");
+      // Deleting in the graph, and undo: a node added then deleted with the keyboard, an edge
+      // selected and deleted, then brought back.
+      await page.locator(".add-bar").getByRole("button", { name: "switch" }).click();
+      await node("switch1").waitFor();
+      await page.locator('.react-flow__node[data-id="switch1"]').focus();
+      await page.keyboard.press("Delete");
+      await node("switch1").waitFor({ state: "detached" });
+      await page.waitForTimeout(200);
+      // A straight edge has no box to click: click half way between the handles it joins.
+      const from = await page.locator('.react-flow__node[data-id="shape"] .react-flow__handle.source').boundingBox();
+      const to = await page.locator('.react-flow__node[data-id="exit"] .react-flow__handle.target').boundingBox();
+      if (!from || !to) throw new Error("no handles around the edge shape → exit");
+      await page.mouse.click((from.x + to.x + from.width) / 2, (from.y + from.height + to.y) / 2);
+      await page.keyboard.press("Delete");
+      await edge("shape", "exit").waitFor({ state: "detached" });
+      if ((await yaml.inputValue()).includes("next: exit")) throw new Error("the deleted edge is still in the YAML");
+      await page.getByRole("button", { name: "Undo" }).click();
+      await edge("shape", "exit").waitFor({ state: "attached" });
+      await expectText(status, "valid");
       await page.getByRole("tab", { name: "Tool" }).click();
       await page.locator('form[aria-label="Tool fields"] [name="name"]').fill("from_template");
       await expectText(status, "valid");
