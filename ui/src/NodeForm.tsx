@@ -282,8 +282,8 @@ function ListField(props: FieldProps) {
           />
         </div>
       ))}
-      <button type="button" className="small" onClick={() => setItems([...items, {}])}>
-        add {props.name.split(".").pop()}
+      <button type="button" className="small" onClick={() => setItems([...items, {}])} aria-label={`Add to ${props.name}`}>
+        + add
       </button>
     </div>
   );
