@@ -1,10 +1,9 @@
 // mcpflow's web UI: graph tools drawn, run from a form and watched live, debugged (breakpoints,
 // step, time travel through the history), past runs and waiting sessions. Routes live in the
 // URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID), so any view can be linked and reloaded.
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ENDED } from "./api";
 import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary } from "./api";
-import { EditorView } from "./Editor";
 import { GraphView, fmtMs } from "./GraphView";
 import type { Overlay } from "./GraphView";
 import { ListBox } from "./ListBox";
@@ -34,6 +33,9 @@ function useRoute(): Route {
   }, []);
   return route;
 }
+
+// The editor is loaded when first opened: a first load of the UI does not carry it.
+const EditorView = lazy(() => import("./Editor").then((m) => ({ default: m.EditorView })));
 
 const graphs = new Map<string, Promise<Graph>>();
 /** A saved tool is drawn anew. */
@@ -920,8 +922,12 @@ export function App() {
             ) : (
               <Empty>Pick a graph tool.</Empty>
             ))}
-          {route.view === "edit" && (route.id ? <EditorView key={`edit/${route.id}`} tool={route.id} onSaved={saved} /> : <Empty>Pick a tool to edit.</Empty>)}
-          {route.view === "new" && <EditorView key={`new/${route.id ?? ""}`} template={route.id} onSaved={saved} />}
+          {editing && (
+            <Suspense fallback={<Empty>loading the editor…</Empty>}>
+              {route.view === "edit" && (route.id ? <EditorView key={`edit/${route.id}`} tool={route.id} onSaved={saved} /> : <Empty>Pick a tool to edit.</Empty>)}
+              {route.view === "new" && <EditorView key={`new/${route.id ?? ""}`} template={route.id} onSaved={saved} />}
+            </Suspense>
+          )}
           {route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
           {route.view === "sessions" &&
             (route.id ? (
