@@ -154,6 +154,16 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
   const [saveError, setSaveError] = useState<{ message: string; changed: boolean } | null>(null);
   const [savedNote, setSavedNote] = useState<string | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  // The text as last opened or saved: anything else is an unsaved change.
+  const [savedText, setSavedText] = useState(props.opened.original ? props.opened.doc.text : null);
+  const dirty = doc.text !== savedText;
+  useEffect(() => {
+    if (!dirty) return;
+    // Closing or reloading the page would lose the edits: the browser asks first.
+    const on = (e: BeforeUnloadEvent) => e.preventDefault();
+    window.addEventListener("beforeunload", on);
+    return () => window.removeEventListener("beforeunload", on);
+  }, [dirty]);
 
   // Checked by the server as it is typed; an answer for text no longer shown is dropped.
   const current = useRef(doc.text);
@@ -245,6 +255,7 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
       const saved = await api.save(doc.text, newName ? null : base);
       setBase(saved.version);
       setOriginal(saved.saved);
+      setSavedText(doc.text);
       setSavedNote(`saved to ${saved.file}; served now`);
       props.onSaved(saved.saved);
     } catch (e) {
@@ -298,6 +309,12 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
             <span>{name || "new tool"}</span>
           )}
           {newName && <span className="muted"> (new)</span>}
+          {dirty && (
+            <span className="dirty" title="unsaved changes" data-testid="unsaved">
+              {" "}
+              ●
+            </span>
+          )}
         </h2>
         <button onClick={h.undo} disabled={h.past.length === 0} title="Undo (Ctrl+Z)">
           Undo

@@ -400,7 +400,9 @@ try {
       await expr.fill('{"shout": $uppercase(hello.text)}');
       await page.locator('.graph [data-node="transform1"]:not([data-problem])').waitFor();
       await expectText(status, "valid");
+      await page.getByTestId("unsaved").waitFor();
       await saved();
+      await page.getByTestId("unsaved").waitFor({ state: "detached" });
       // Served with the change.
       const graph = await api("GET", "/api/tools/greeting/graph");
       if (!graph.nodes.some((n) => n.id === "transform1")) throw new Error("the saved tool is not served");
