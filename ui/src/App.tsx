@@ -1,7 +1,7 @@
 // mcpflow's web UI: graph tools drawn, run from a form and watched live, debugged (breakpoints,
 // step, time travel through the history), past runs and waiting sessions. Routes live in the
 // URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID), so any view can be linked and reloaded.
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ENDED } from "./api";
 import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary } from "./api";
 import { GraphView, fmtMs } from "./GraphView";
@@ -12,12 +12,12 @@ import { nodeRuns, useRun } from "./useRun";
 import { toYaml } from "./yaml";
 import type { NodeRun } from "./useRun";
 
-type Route = { view: "tools"; id?: string } | { view: "runs"; id?: string } | { view: "sessions"; id?: string };
+type Route = { view: "tools" | "runs" | "sessions" | "edit" | "new"; id?: string };
 
 function parse(hash: string): Route {
   const [, view, ...rest] = hash.replace(/^#/, "").split("/");
   const id = rest.length ? decodeURIComponent(rest.join("/")) : undefined;
-  if (view === "runs" || view === "sessions") return { view, id };
+  if (view === "runs" || view === "sessions" || view === "edit" || view === "new") return { view, id };
   return { view: "tools", id };
 }
 export function go(view: Route["view"], id?: string) {
@@ -34,7 +34,14 @@ function useRoute(): Route {
   return route;
 }
 
+// The editor is loaded when first opened: a first load of the UI does not carry it.
+const EditorView = lazy(() => import("./Editor").then((m) => ({ default: m.EditorView })));
+
 const graphs = new Map<string, Promise<Graph>>();
+/** A saved tool is drawn anew. */
+function forget(tool: string) {
+  graphs.delete(tool);
+}
 function graphOf(tool: string): Promise<Graph> {
   let g = graphs.get(tool);
   if (!g) {
@@ -360,6 +367,13 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
     if (id) setTab("node");
   };
   useSelectionKeys(selected, select, (node) => props.setBreakpoint(props.tool, node, node in props.breakpoints ? undefined : null));
+  useEffect(() => {
+    const on = (e: KeyboardEvent) => {
+      if (e.key === "e" && !typing(e) && !e.ctrlKey && !e.metaKey && !e.altKey) go("edit", props.tool);
+    };
+    window.addEventListener("keydown", on);
+    return () => window.removeEventListener("keydown", on);
+  }, [props.tool]);
   if (error) return <Empty>{error}</Empty>;
   if (!graph) return <Empty>loading {props.tool}…</Empty>;
   const node = graph.nodes.find((n) => n.id === selected);
@@ -381,7 +395,12 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
       <GraphView graph={graph} overlay={overlay} onSelect={select} />
       <aside className="panel" aria-label="Tool panel">
         <div className="panel-head">
-          <h2>{graph.tool}</h2>
+          <h2>
+            {graph.tool}
+            <a className="button push" href={`#/edit/${encodeURIComponent(graph.tool)}`} title="Edit this tool (e)">
+              Edit
+            </a>
+          </h2>
           <p className="muted">{graph.description}</p>
         </div>
         <Tabs tabs={[["run", "Run"], ["node", "Node"]]} current={tab} onChange={setTab} />
@@ -819,16 +838,25 @@ export function App() {
   const [focusList, setFocusList] = useState(0);
   const sessions = useSessions(route.view === "sessions" ? route.id : undefined);
 
+  const loadTools = useCallback(
+    (first: boolean) =>
+      api
+        .tools()
+        .then((t) => {
+          setTools(t);
+          setToolsError(null);
+          if (first && parse(window.location.hash).view === "tools" && !parse(window.location.hash).id && t.length > 0) go("tools", t[0].name);
+        })
+        .catch((e: Error) => setToolsError(e.message)),
+    [],
+  );
   useEffect(() => {
-    api
-      .tools()
-      .then((t) => {
-        setTools(t);
-        if (route.view === "tools" && !route.id && t.length > 0) go("tools", t[0].name);
-      })
-      .catch((e: Error) => setToolsError(e.message));
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, []);
+    void loadTools(true);
+  }, [loadTools]);
+  const saved = (tool: string) => {
+    forget(tool);
+    void loadTools(false);
+  };
 
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
@@ -857,28 +885,36 @@ export function App() {
     ["runs", "Runs", "2"],
     ["sessions", `Sessions${sessions.sessions.length ? ` (${sessions.sessions.length})` : ""}`, "3"],
   ];
-  const title = route.view === "tools" ? "Graph tools" : route.view === "runs" ? "Runs" : "Waiting sessions";
+  const title = route.view === "runs" ? "Runs" : route.view === "sessions" ? "Waiting sessions" : "Graph tools";
+  const editing = route.view === "edit" || route.view === "new";
   return (
     <div className="app">
       <header className="top">
         <span className="brand">mcpflow</span>
         <nav aria-label="Views">
           {views.map(([v, label, key]) => (
-            <a key={v} href={`#/${v}`} className={route.view === v ? "nav on" : "nav"} aria-current={route.view === v ? "page" : undefined} title={`${label} (${key})`}>
+            <a key={v} href={`#/${v}`} className={route.view === v || (editing && v === "tools") ? "nav on" : "nav"} aria-current={route.view === v ? "page" : undefined} title={`${label} (${key})`}>
               {label}
             </a>
           ))}
         </nav>
-        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · F6 F8 F10 debug</span>
+        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
       </header>
       <div className="body">
-        <nav className="sidebar" aria-label={title}>
-          <h2 className="side-title">{title}</h2>
+        {!editing && <nav className="sidebar" aria-label={title}>
+          <h2 className="side-title">
+            {title}
+            {route.view === "tools" && (
+              <a className="button small push" href="#/new" title="A new graph tool from a template">
+                New tool
+              </a>
+            )}
+          </h2>
           {toolsError && <div className="error" role="alert">{toolsError}</div>}
           {route.view === "tools" && <ToolList tools={tools} current={route.id} focusSignal={focusList} />}
           {route.view === "runs" && <RunList tools={tools} current={route.id} focusSignal={focusList} />}
           {route.view === "sessions" && <SessionList sessions={sessions.sessions} current={route.id} error={sessions.error} focusSignal={focusList} />}
-        </nav>
+        </nav>}
         <main className="main">
           {route.view === "tools" &&
             (route.id ? (
@@ -886,6 +922,12 @@ export function App() {
             ) : (
               <Empty>Pick a graph tool.</Empty>
             ))}
+          {editing && (
+            <Suspense fallback={<Empty>loading the editor…</Empty>}>
+              {route.view === "edit" && (route.id ? <EditorView key={`edit/${route.id}`} tool={route.id} onSaved={saved} /> : <Empty>Pick a tool to edit.</Empty>)}
+              {route.view === "new" && <EditorView key={`new/${route.id ?? ""}`} template={route.id} onSaved={saved} />}
+            </Suspense>
+          )}
           {route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
           {route.view === "sessions" &&
             (route.id ? (

@@ -1,10 +1,10 @@
 // A graph tool drawn with React Flow: node type by shape and colour, run state by border and
 // animation, per-node timing and breakpoints on the nodes themselves.
-import { memo, useEffect, useMemo } from "react";
+import { memo, useEffect, useMemo, useState } from "react";
 import type { KeyboardEvent } from "react";
 import { Background, BaseEdge, Controls, Handle, Position, ReactFlow, useReactFlow, ReactFlowProvider, getSmoothStepPath, MarkerType } from "@xyflow/react";
-import type { EdgeProps, Node, NodeProps } from "@xyflow/react";
-import type { Graph } from "./api";
+import type { Connection, EdgeProps, Node, NodeProps } from "@xyflow/react";
+import type { Graph, GraphEdge } from "./api";
 import { layout } from "./layout";
 import type { FlowNodeData, GroupData, RoutedData } from "./layout";
 import type { NodeRun } from "./useRun";
@@ -23,6 +23,20 @@ interface Drawn extends FlowNodeData {
   breakpoint: boolean;
   condition: string | null;
   idle?: "pending" | "skipped";
+  /** In the editor: handles to connect, and what the server found wrong with the node. */
+  editable?: boolean;
+  problem?: string;
+}
+
+/** What the editor adds to a drawn graph. */
+export interface Editing {
+  onConnect: (from: string, to: string) => void;
+  onDeleteNode: (id: string) => void;
+  onDeleteEdge: (edge: GraphEdge) => void;
+  /** The first problem of each node that has one. */
+  problems: Record<string, string>;
+  /** A change of it fits the view again (not every edit of a field should). */
+  fitKey: string;
 }
 
 function fmtMs(ms: number): string {
@@ -33,11 +47,18 @@ function fmtMs(ms: number): string {
 export { fmtMs };
 
 const FlowNode = memo(function FlowNode(props: NodeProps) {
-  const { node, run, breakpoint: bp, condition: cond, idle } = props.data as Drawn;
+  const { node, run, breakpoint: bp, condition: cond, idle, editable, problem } = props.data as Drawn;
   const state = run?.state ?? idle;
   return (
-    <div className="fnode-wrap" data-node={node.id} data-state={state ?? ""} title={run?.lastError ?? node.label}>
-      <Handle type="target" position={Position.Top} isConnectable={false} />
+    <div
+      className={`fnode-wrap${problem ? " has-problem" : ""}`}
+      data-node={node.id}
+      data-state={state ?? ""}
+      data-problem={problem ?? undefined}
+      title={problem ?? run?.lastError ?? node.label}
+    >
+      <Handle type="target" position={Position.Top} isConnectable={!!editable} />
+      {problem && <span className="problem-mark" aria-label={`problem: ${problem}`}>!</span>}
       {bp && <span className={`bp${cond ? " bp-cond" : ""}`} title={cond ? `breaks when ${cond}` : "breakpoint"} aria-label="breakpoint" />}
       <div className={`fnode t-${node.type}${state ? ` s-${state}` : ""}${props.selected ? " selected" : ""}`}>
       <div className="fnode-head">
@@ -57,7 +78,7 @@ const FlowNode = memo(function FlowNode(props: NodeProps) {
         </div>
       )}
       </div>
-      <Handle type="source" position={Position.Bottom} isConnectable={false} />
+      <Handle type="source" position={Position.Bottom} isConnectable={!!editable && node.type !== "exit"} />
     </div>
   );
 });
@@ -113,9 +134,14 @@ function RoutedEdge(props: EdgeProps) {
 const nodeTypes = { flow: FlowNode, group: GroupNode };
 const edgeTypes = { routed: RoutedEdge };
 
-function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | null) => void }) {
-  const { nodes: laid, edges } = useMemo(() => layout(props.graph), [props.graph]);
+type Props = { graph: Graph; overlay: Overlay; onSelect: (id: string | null) => void; edit?: Editing };
+
+function Inner(props: Props) {
+  const { nodes: laid, edges: routed } = useMemo(() => layout(props.graph), [props.graph]);
   const flow = useReactFlow();
+  const edit = props.edit;
+  const [edgeSelected, setEdgeSelected] = useState<string | null>(null);
+  const edges = useMemo(() => (edit ? routed.map((e) => ({ ...e, selected: e.id === edgeSelected, focusable: true })) : routed), [routed, edit, edgeSelected]);
   // Overlay changes re-render the nodes: a new data object per node whose look changed.
   const nodes: Node[] = useMemo(
     () =>
@@ -123,6 +149,9 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
         n.type === "flow"
           ? {
               ...n,
+              // Edges are drawn over the nodes (over groups); in the editor the nodes' handles
+              // must be above the edges' ends to start a connection.
+              ...(edit ? { zIndex: 2 } : {}),
               selected: props.overlay.selected === n.id,
               data: {
                 ...(n.data as FlowNodeData),
@@ -130,18 +159,36 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
                 breakpoint: n.id in props.overlay.breakpoints,
                 condition: props.overlay.breakpoints[n.id] ?? null,
                 idle: props.overlay.active ? (props.overlay.ended ? "skipped" : "pending") : undefined,
+                editable: !!edit,
+                problem: edit?.problems[n.id],
               } satisfies Drawn,
             }
           : n,
       ),
-    [laid, props.overlay],
+    [laid, props.overlay, edit],
   );
+  const fit = edit ? edit.fitKey : laid;
   useEffect(() => {
     const t = window.setTimeout(() => void flow.fitView({ padding: 0.12, maxZoom: 1.1 }), 30);
     return () => window.clearTimeout(t);
-  }, [laid, flow]);
+  }, [fit, flow]);
+
+  /** The graph's edge behind a drawn one (layout numbers them `e<index>:`). */
+  const edgeOf = (id: string): GraphEdge | undefined => props.graph.edges[Number(/^e(\d+):/.exec(id)?.[1] ?? -1)];
 
   const onKeyDown = (e: KeyboardEvent) => {
+    if (edit && (e.key === "Delete" || e.key === "Backspace") && !(e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement)) {
+      const edge = edgeSelected ? edgeOf(edgeSelected) : undefined;
+      if (edge) {
+        e.preventDefault();
+        setEdgeSelected(null);
+        edit.onDeleteEdge(edge);
+      } else if (props.overlay.selected) {
+        e.preventDefault();
+        edit.onDeleteNode(props.overlay.selected);
+      }
+      return;
+    }
     // Tab moves between nodes (React Flow makes them focusable); Enter or Space selects one.
     if (e.key !== "Enter" && e.key !== " ") return;
     const el = (e.target as HTMLElement).closest(".react-flow__node") as HTMLElement | null;
@@ -161,11 +208,20 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
         edgeTypes={edgeTypes}
         defaultEdgeOptions={{ markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 } }}
         nodesDraggable={false}
-        nodesConnectable={false}
-        edgesFocusable={false}
+        nodesConnectable={!!edit}
+        edgesFocusable={!!edit}
         elementsSelectable
-        onNodeClick={(_, n) => n.type === "flow" && props.onSelect(n.id)}
-        onPaneClick={() => props.onSelect(null)}
+        deleteKeyCode={null}
+        onConnect={(c: Connection) => edit && c.source && c.target && edit.onConnect(c.source, c.target)}
+        onEdgeClick={(_, e) => edit && setEdgeSelected(e.id)}
+        onNodeClick={(_, n) => {
+          setEdgeSelected(null);
+          if (n.type === "flow") props.onSelect(n.id);
+        }}
+        onPaneClick={() => {
+          setEdgeSelected(null);
+          props.onSelect(null);
+        }}
         minZoom={0.2}
         maxZoom={2}
         fitView
@@ -177,7 +233,7 @@ function Inner(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | 
   );
 }
 
-export function GraphView(props: { graph: Graph; overlay: Overlay; onSelect: (id: string | null) => void }) {
+export function GraphView(props: Props) {
   return (
     <ReactFlowProvider>
       <Inner {...props} />

@@ -123,17 +123,70 @@ export interface Session {
   expiresAt: number;
 }
 
+/** A problem of a tool definition, at a JSON pointer into it (`/nodes/2/transform/expr`). */
+export interface Problem {
+  path?: string;
+  elsewhere?: string;
+  message: string;
+  fix?: string;
+  line?: number;
+  column?: number;
+  code?: string;
+  position?: number;
+  at?: string;
+}
+
+export interface NodeTypeDoc {
+  type: string;
+  does: string;
+  fields: { name: string; required: boolean; type: Json; description?: string; default?: Json }[];
+  schema?: Schema;
+  examples?: { title: string; definition: string }[];
+}
+
+export interface Authoring {
+  save: { allowed: boolean; why?: string };
+  catalog: { nodeTypes: NodeTypeDoc[]; commonOptions: string[] };
+  templates: { id: string; title: string; definition: string }[];
+}
+
+export interface ToolSource {
+  tool: string;
+  definition: { [key: string]: Json };
+  text?: string | null;
+  writtenAt?: string | null;
+  readOnly?: string | null;
+  version: string | null;
+}
+
+export interface Checked {
+  valid: boolean;
+  definition?: Json;
+  problems: Problem[];
+  warnings: Problem[];
+}
+
+export interface Saved {
+  saved: string;
+  file: string;
+  created: boolean;
+  version: string;
+  tools: string[];
+}
+
 export class ApiError extends Error {
   constructor(
     public status: number,
     message: string,
+    public code?: string,
+    public problems?: Problem[],
   ) {
     super(message);
   }
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: {} };
+async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const init: RequestInit = { method, headers: {}, signal };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers = { "content-type": "application/json" };
@@ -147,8 +200,8 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
     parsed = text;
   }
   if (!response.ok) {
-    const err = (parsed as { error?: { message?: string } } | null)?.error;
-    throw new ApiError(response.status, err?.message ?? `${response.status} ${text}`);
+    const err = (parsed as { error?: { message?: string; code?: string; problems?: Problem[] } } | null)?.error;
+    throw new ApiError(response.status, err?.message ?? `${response.status} ${text}`, err?.code, err?.problems);
   }
   return parsed as T;
 }
@@ -191,6 +244,10 @@ export const api = {
       { input },
     ),
   cancelSession: (id: string) => call<unknown>("POST", `/api/sessions/${enc(id)}/cancel`),
+  authoring: () => call<Authoring>("GET", "/api/authoring"),
+  source: (tool: string) => call<ToolSource>("GET", `/api/tools/${enc(tool)}/source`),
+  check: (definition: string, signal?: AbortSignal) => call<Checked>("POST", "/api/authoring/check", { definition }, signal),
+  save: (definition: string, base: string | null) => call<Saved>("POST", "/api/authoring/save", { definition, base }),
 };
 
 export const ENDED: RunStatus[] = ["succeeded", "failed", "stopped", "cancelled", "interrupted", "expired"];

@@ -1,7 +1,9 @@
 //! [`ApiError`]: every refusal as `{error: {code, message}}` with its status (404 for an
 //! unknown run, node, tool or session; 400 for bad input; 403 for another principal's run or
 //! session; 409 for an action that does not
-//! apply to the run's state), and, for a broken expression, where in it the problem is.
+//! apply to the run's state or a tool changed on disk; 422 for a definition that does not pass
+//! the checks), and, for a broken expression, where in it the problem is, for a definition,
+//! its problems.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -21,6 +23,8 @@ pub struct ApiError {
     pub message: String,
     /// For an expression that does not compile: its error code and character position.
     pub expression: Option<(Option<String>, Option<usize>)>,
+    /// For a definition that does not pass the checks: every problem, each at its path.
+    pub problems: Option<Vec<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -30,6 +34,7 @@ impl ApiError {
             code,
             message: message.into(),
             expression: None,
+            problems: None,
         }
     }
 
@@ -105,6 +110,9 @@ impl IntoResponse for ApiError {
         if let Some((code, position)) = self.expression {
             error["expressionCode"] = json!(code);
             error["position"] = json!(position);
+        }
+        if let Some(problems) = self.problems {
+            error["problems"] = json!(problems);
         }
         let mut response = json_response(self.status, &json!({ "error": error }));
         if self.status == StatusCode::TOO_MANY_REQUESTS {

@@ -28,6 +28,10 @@
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
 //!
+//! The graph editor's endpoints ([`edit`]: a tool as on disk, checks as you type, a save) are
+//! calls of `mcpflow-authoring`, over the config on disk the binary hands over
+//! ([`Api::with_publish`]).
+//!
 //! `/metrics` (Prometheus, OpenMetrics text) is here too, beside the API ([`metrics`]), and
 //! the REST face of the MCP endpoint ([`rest`], under `/rest/v1`, in the same document), which
 //! `server` mounts with its own MCP endpoint to ask.
@@ -36,6 +40,7 @@
 
 pub mod admin;
 mod debug;
+mod edit;
 mod error;
 mod graph;
 mod http;
@@ -94,6 +99,8 @@ struct Inner {
     locate: Box<Locate>,
     registry: Arc<Registry>,
     reload: Option<Box<admin::Reload>>,
+    /// The config on disk, for the editor's endpoints.
+    publish: Option<Arc<dyn mcpflow_authoring::Publish>>,
 }
 
 impl Api {
@@ -110,6 +117,7 @@ impl Api {
                 locate: Box::new(locate),
                 registry: Registry::new(),
                 reload: None,
+                publish: None,
             }),
         }
     }
@@ -128,6 +136,21 @@ impl Api {
             None => tracing::warn!("the run API was shared before its reload path was set"),
         }
         self
+    }
+
+    /// The editor's endpoints (`/api/authoring/…`, `/api/tools/{tool}/source`) read, check
+    /// and save tools of the config on disk through `publish`, the path of the authoring tools'
+    /// saves. Without it they answer 404. Set before the API is cloned.
+    pub fn with_publish(mut self, publish: Arc<dyn mcpflow_authoring::Publish>) -> Api {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.publish = Some(publish),
+            None => tracing::warn!("the run API was shared before its editor was given the config"),
+        }
+        self
+    }
+
+    pub(crate) fn publish(&self) -> Option<Arc<dyn mcpflow_authoring::Publish>> {
+        self.inner.publish.clone()
     }
 
     pub(crate) fn reload(&self) -> Option<&admin::Reload> {
@@ -182,6 +205,11 @@ impl Api {
             )
             .route("/api/sessions/{id}/cancel", post(sessions::cancel_session))
             .route("/api/admin/reload", post(admin::reload))
+            .route("/api/authoring", get(edit::overview))
+            .route("/api/authoring/check", post(edit::check))
+            .route("/api/authoring/expression", post(edit::expression))
+            .route("/api/authoring/save", post(edit::save))
+            .route("/api/tools/{tool}/source", get(edit::source))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
             .merge(self.metrics_router())

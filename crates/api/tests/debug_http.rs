@@ -275,6 +275,11 @@ async fn the_openapi_document_describes_every_route() {
         "/api/sessions",
         "/api/sessions/{id}/continue",
         "/api/sessions/{id}/cancel",
+        "/api/tools/{tool}/source",
+        "/api/authoring",
+        "/api/authoring/check",
+        "/api/authoring/expression",
+        "/api/authoring/save",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
     }

@@ -47,6 +47,7 @@ const RUNS_READ: Access = Access::Scope(Scope::RunsRead);
 const DEBUG: Access = Access::Scope(Scope::Debug);
 const SESSIONS: Access = Access::Scope(Scope::Sessions);
 const TOOLS_LIST: Access = Access::Scope(Scope::ToolsList);
+const AUTHORING: Access = Access::Scope(Scope::Authoring);
 
 /// Every endpoint of `mcpflow serve --http`, in the order a reader meets them: MCP, probes,
 /// OAuth metadata, metrics, the web UI, then the run API and the REST face (`mcpflow_api`'s
@@ -67,6 +68,13 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/api/openapi.json", RUNS_READ),
     any("/api/tools", RUNS_READ),
     any("/api/tools/{tool}/graph", RUNS_READ),
+    // The web UI's editor: reading a tool is reading what its graph shows; checking and saving
+    // are what the authoring tools do, under their scope.
+    any("/api/tools/{tool}/source", RUNS_READ),
+    any("/api/authoring", RUNS_READ),
+    any("/api/authoring/check", AUTHORING),
+    any("/api/authoring/expression", AUTHORING),
+    any("/api/authoring/save", AUTHORING),
     only("GET", "/api/runs", RUNS_READ),
     // Starting a run here means starting it under the debugger (breakpoints, pause).
     only("POST", "/api/runs", DEBUG),
@@ -172,6 +180,8 @@ mod tests {
             access("GET", "/metrics"),
             Some(Access::Scope(Scope::Metrics))
         );
+        assert_eq!(access("POST", "/api/authoring/save"), Some(AUTHORING));
+        assert_eq!(access("GET", "/api/tools/t/source"), Some(RUNS_READ));
         assert_eq!(access("GET", "/rest/v1/tools"), Some(TOOLS_LIST));
         assert_eq!(access("GET", "/rest/v1/tools/echo"), Some(TOOLS_LIST));
         assert_eq!(

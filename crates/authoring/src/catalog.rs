@@ -159,7 +159,7 @@ pub(crate) fn details(spec: &Spec, args: &Args<'_>) -> Answer {
     Answer::Ok(out)
 }
 
-fn detail(t: &NodeType, with_examples: bool, with_schema: bool) -> Value {
+pub(crate) fn detail(t: &NodeType, with_examples: bool, with_schema: bool) -> Value {
     let (fields, _) = fields(t.name);
     let mut out = json!({
         "type": t.name,

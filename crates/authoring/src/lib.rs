@@ -28,6 +28,8 @@
 //!
 //! `mcpflow_save_tool` and `mcpflow_delete_tool` (the `save` flag) write a tool's own file
 //! and have the running server serve it through [`Publish`], which the binary provides.
+//! The web UI's graph editor uses the same checks and the same save ([`save_definition`],
+//! [`check`], [`check_expression`], [`source`]) through the run API.
 //!
 //! Uses rmcp's model types only ([`Tool`], [`CallToolResult`]): framing MCP messages is the
 //! server's job. Writes no file but the saved tools' own.
@@ -37,6 +39,7 @@ mod args;
 mod catalog;
 mod definition;
 mod discover;
+mod edit;
 mod expression;
 mod node_schema;
 mod node_types;
@@ -61,8 +64,12 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value};
 
 pub use answer::TOOK_MS;
+pub use edit::{
+    Checked, Language, Source, can_save, catalog, check, check_expression, source, templates,
+};
 pub use mcpflow_model::AuthoringConfig;
 pub use prompts::PromptError;
+pub use save::{Expected, SaveError, Saved, save_definition, version};
 pub use tools::PREFIX;
 
 use answer::Answer;

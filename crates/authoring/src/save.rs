@@ -4,7 +4,9 @@
 //! disk now (another client's save included), written atomically (a temporary file renamed
 //! over the old one), and then served through [`Publish::reload`]; a save that is refused at
 //! any step leaves every file as it was, byte for byte. Saves are taken one at a time, so two
-//! clients saving at once both land.
+//! clients saving at once both land. The web UI's editor saves through the same path
+//! ([`save_definition`]) with the [`version`] of the file it opened ([`Expected`]): a file
+//! changed on disk since then is reported, not overwritten.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,62 @@ use crate::{Publish, Served};
 const HEADER: &str = "# Written by mcpflow_save_tool. Editing it by hand is fine; the next save \
                       of this tool replaces it whole.\n";
 
+/// What the saver expects of the tool's file before it writes: nothing (the MCP tool: saves
+/// are taken in turn, the last one wins), or that it is still as the editor read it, so a
+/// change on disk made meanwhile (by hand, by another client) is reported, not overwritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    Anything,
+    /// A new tool: its file must not exist.
+    Absent,
+    /// The file's [`version`] when it was read.
+    Version(String),
+}
+
+/// A save that was written and is served.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    pub name: String,
+    pub file: PathBuf,
+    pub created: bool,
+    pub warnings: Vec<Value>,
+    /// The graph tools served now.
+    pub tools: Vec<String>,
+    /// [`version`] of the file as written.
+    pub version: String,
+}
+
+/// Why a save did not happen; every file is as it was (or the message says which is not).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SaveError {
+    /// The config on disk does not load, so nothing can be saved into it.
+    #[error("{0}")]
+    BrokenOnDisk(String),
+    /// The definition does not pass the checks.
+    #[error("the definition does not pass the checks; nothing was written")]
+    Invalid(Vec<Value>),
+    /// The tool's file changed since the editor read it.
+    #[error("{0}")]
+    Conflict(String),
+    /// The config does not let tools be saved (`authoring.save`).
+    #[error("{0}")]
+    Disabled(String),
+    /// It cannot be saved there, or writing or serving it failed.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// What identifies a tool file's contents, to tell whether it changed: FNV-1a over its bytes
+/// (stable across builds and processes, unlike the standard hasher).
+pub fn version(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}-{}", bytes.len())
+}
+
 pub(crate) async fn save(
     served: &Served,
     publish: Option<&dyn Publish>,
@@ -32,43 +90,84 @@ pub(crate) async fn save(
     let Some(definition) = args.value("definition") else {
         return Malformed::new(spec, "missing `definition`").into();
     };
+    match save_definition(&served.engine, publish, definition, Expected::Anything).await {
+        Ok(saved) => Answer::Ok(json!({
+            "saved": saved.name,
+            "file": saved.file.display().to_string(),
+            "created": saved.created,
+            "warnings": saved.warnings,
+            "tools": saved.tools,
+            "next": "the tool is listed now (clients were sent notifications/tools/list_changed); call it like any tool",
+        })),
+        Err(SaveError::Invalid(problems)) => Answer::Failed(json!({
+            "saved": false,
+            "why": "the definition does not pass the checks; nothing was written",
+            "problemCount": problems.len(),
+            "problems": problems,
+            "next": "fix each problem (each has a path and a fix), check with mcpflow_validate_tool, then save again",
+        })),
+        Err(e) => Answer::Refused(e.to_string()),
+    }
+}
+
+/// One save, the path of `mcpflow_save_tool` and of the web UI's editor: under the save lock,
+/// `definition` (an object, or YAML text whose layout and comments are kept) is checked against
+/// the whole config as it is on disk now, its file checked against `expected`, written
+/// atomically, read back as the tool checked, and served through [`Publish::reload`].
+/// `engine` lends its upstream pool to the check.
+pub async fn save_definition(
+    engine: &mcpflow_engine::Engine,
+    publish: &dyn Publish,
+    definition: &Value,
+    expected: Expected,
+) -> Result<Saved, SaveError> {
     let _one_at_a_time = publish.saving().lock().await;
-    let on_disk = match publish.load() {
-        Ok(loaded) => loaded,
-        Err(e) => return broken_on_disk(&e),
-    };
+    let on_disk = publish
+        .load()
+        .map_err(|e| SaveError::BrokenOnDisk(broken_on_disk(&e)))?;
+    // The config being written into says whether it may be (turned off since it was served,
+    // it is off).
+    crate::edit::saving_allowed(&on_disk).map_err(SaveError::Disabled)?;
     let current = Served {
-        engine: served.engine.clone(),
+        engine: engine.clone(),
         config: std::sync::Arc::new(on_disk.config.clone()),
         base_dir: on_disk.base_dir.clone(),
     };
-    let candidate = match crate::definition::compile(&current, definition) {
-        Ok(c) => c,
-        Err(problems) => {
-            return Answer::Failed(json!({
-                "saved": false,
-                "why": "the definition does not pass the checks; nothing was written",
-                "problemCount": problems.len(),
-                "problems": problems,
-                "next": "fix each problem (each has a path and a fix), check with mcpflow_validate_tool, then save again",
-            }));
-        }
-    };
+    let candidate = crate::definition::compile(&current, definition).map_err(SaveError::Invalid)?;
     let name = candidate.name.clone();
-    let file = match target(&on_disk, &name) {
-        Ok(file) => file,
-        Err(refusal) => return refusal,
-    };
-    let text = match file_text(definition) {
-        Ok(text) => text,
-        Err(e) => return Answer::Refused(format!("mcpflow_save_tool: {e}")),
-    };
+    let file = target(&on_disk, &name).map_err(SaveError::Refused)?;
+    let text =
+        file_text(definition).map_err(|e| SaveError::Refused(format!("mcpflow_save_tool: {e}")))?;
     let before = std::fs::read(&file).ok();
+    match (&expected, &before) {
+        (Expected::Absent, Some(_)) => {
+            return Err(SaveError::Conflict(format!(
+                "a tool named `{name}` exists already ({}): open it to change it, or choose \
+                 another name; nothing was written",
+                file.display()
+            )));
+        }
+        (Expected::Version(v), Some(bytes)) if *v != version(bytes) => {
+            return Err(SaveError::Conflict(format!(
+                "{} changed on disk since it was opened (by hand or by another save); nothing \
+                 was written: reload the tool to see the change, then make your edit again",
+                file.display()
+            )));
+        }
+        (Expected::Version(_), None) => {
+            return Err(SaveError::Conflict(format!(
+                "{} was removed from disk since it was opened; nothing was written: save it as \
+                 a new tool to write it again",
+                file.display()
+            )));
+        }
+        _ => {}
+    }
     if let Err(e) = write_atomically(&file, text.as_bytes()) {
-        return Answer::Refused(format!(
+        return Err(SaveError::Refused(format!(
             "mcpflow_save_tool: cannot write {}: {e}; nothing was changed",
             file.display()
-        ));
+        )));
     }
     // The file must read back as the tool that was checked (YAML text moved under `tools:`
     // could, in a corner, read otherwise).
@@ -86,26 +185,26 @@ pub(crate) async fn save(
     });
     if read_back != Some(true) {
         let restored = restore(&file, before.as_deref());
-        return Answer::Refused(format!(
+        return Err(SaveError::Refused(format!(
             "mcpflow_save_tool: {} did not read back as the definition checked; {restored}; \
              submit the definition as a JSON object instead of text",
             file.display()
-        ));
+        )));
     }
     match publish.reload().await {
-        Ok(served_tools) => Answer::Ok(json!({
-            "saved": name,
-            "file": file.display().to_string(),
-            "created": before.is_none(),
-            "warnings": candidate.warnings,
-            "tools": served_tools,
-            "next": "the tool is listed now (clients were sent notifications/tools/list_changed); call it like any tool",
-        })),
+        Ok(tools) => Ok(Saved {
+            name,
+            file,
+            created: before.is_none(),
+            warnings: candidate.warnings,
+            tools,
+            version: version(text.as_bytes()),
+        }),
         Err(why) => {
             let restored = restore(&file, before.as_deref());
-            Answer::Refused(format!(
+            Err(SaveError::Refused(format!(
                 "mcpflow_save_tool: the saved config could not be served ({why}); {restored}"
-            ))
+            )))
         }
     }
 }
@@ -120,7 +219,7 @@ pub(crate) async fn delete(publish: Option<&dyn Publish>, spec: &Spec, args: &Ar
     let _one_at_a_time = publish.saving().lock().await;
     let on_disk = match publish.load() {
         Ok(loaded) => loaded,
-        Err(e) => return broken_on_disk(&e),
+        Err(e) => return Answer::Refused(broken_on_disk(&e)),
     };
     if !on_disk.config.tools.iter().any(|t| t.name == name) {
         let names: Vec<&str> = on_disk
@@ -140,7 +239,7 @@ pub(crate) async fn delete(publish: Option<&dyn Publish>, spec: &Spec, args: &Ar
     }
     let file = match target(&on_disk, name) {
         Ok(file) => file,
-        Err(refusal) => return refusal,
+        Err(refusal) => return Answer::Refused(refusal),
     };
     let before = match std::fs::read(&file) {
         Ok(bytes) => bytes,
@@ -184,14 +283,14 @@ pub(crate) async fn delete(publish: Option<&dyn Publish>, spec: &Spec, args: &Ar
 
 /// The file tool `name` is saved in, or why it cannot be: no save directory, a name that
 /// cannot be a file name, or a tool written by hand in another file.
-fn target(loaded: &Loaded, name: &str) -> Result<PathBuf, Answer> {
+pub(crate) fn target(loaded: &Loaded, name: &str) -> Result<PathBuf, String> {
     let Some(dir) = mcpflow_config::save_dir(&loaded.config.include) else {
-        return Err(Answer::Refused(
+        return Err(
             "saving needs a directory of tool files the config includes: add \
-             `include: [\"tools/*.yaml\"]` to the config (the first `DIR/*.yaml` entry is \
-             where tools are saved)"
+                    `include: [\"tools/*.yaml\"]` to the config (the first `DIR/*.yaml` entry \
+                    is where tools are saved)"
                 .into(),
-        ));
+        );
     };
     if name.is_empty()
         || name.len() > 128
@@ -200,10 +299,10 @@ fn target(loaded: &Loaded, name: &str) -> Result<PathBuf, Answer> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     {
-        return Err(Answer::Refused(format!(
+        return Err(format!(
             "the tool name \"{name}\" becomes its file name when saved: use at most 128 ASCII \
              letters, digits, `_`, `-` and `.`, not starting with `.`"
-        )));
+        ));
     }
     let file = loaded.base_dir.join(dir).join(format!("{name}.yaml"));
     let written_in = loaded
@@ -215,10 +314,10 @@ fn target(loaded: &Loaded, name: &str) -> Result<PathBuf, Answer> {
     if let Some(place) = written_in
         && !same_file(Path::new(&place.file), &file)
     {
-        return Err(Answer::Refused(format!(
+        return Err(format!(
             "`{name}` is written at {place}, which mcpflow never rewrites; edit it there, or \
              move it out of that file and save it again"
-        )));
+        ));
     }
     Ok(file)
 }
@@ -308,8 +407,6 @@ fn not_servable() -> Answer {
     )
 }
 
-fn broken_on_disk(e: &mcpflow_config::ConfigErrors) -> Answer {
-    Answer::Refused(format!(
-        "the config on disk does not load, so nothing can be saved into it; fix it first:\n{e}"
-    ))
+fn broken_on_disk(e: &mcpflow_config::ConfigErrors) -> String {
+    format!("the config on disk does not load, so nothing can be saved into it; fix it first:\n{e}")
 }

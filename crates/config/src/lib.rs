@@ -65,7 +65,7 @@ mod yaml;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use include::{MAX_INCLUDED_FILES, save_dir};
-pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer};
+pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer, parse_value};
 pub use mcpflow_model::*;
 pub use mcpflow_model::{http, session, telemetry};
 pub use mcpgraph_0_1_23::{MigrateError, Migrated, migrate};

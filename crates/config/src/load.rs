@@ -54,6 +54,16 @@ impl Loaded {
     }
 }
 
+/// One YAML (or JSON) text read as a JSON value within the loader's budgets, as an editor
+/// shows what it parses to; a syntax error is placed at its line and column in `name`.
+pub fn parse_value(text: &str, name: &str) -> Result<Value, ConfigError> {
+    let mut sources = SourceMap::default();
+    let file = sources.add_file(name, text);
+    yaml::parse(text, file)
+        .map(|parsed| parsed.value)
+        .map_err(|problem| sources.resolve(problem))
+}
+
 /// The JSON pointer of node `node` of tool `tool` (both indices).
 pub fn node_pointer(tool: usize, node: usize) -> String {
     format!("/tools/{tool}/nodes/{node}")

@@ -211,6 +211,8 @@ fn run_api(live: &LiveServer, reloader: Arc<Reloader>) -> mcpflow_api::Api {
                 })
         },
     );
+    // The editor's endpoints read, check and save tools through the authoring tools' path.
+    let api = api.with_publish(reloader.clone());
     let api = api.with_reload(move || {
         let reloader = reloader.clone();
         Box::pin(async move { reloader.reload(crate::reload::Trigger::Admin).await })

@@ -3,8 +3,12 @@
 //! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
 //! conditional breakpoint with two steps and the context at step 2, a dropped event stream
 //! caught up, an await session continued from its form, a past failed run with its failing
-//! node, keyboard navigation, no console error; then every example config drawn. A screenshot
-//! of each view is kept (the directory is printed).
+//! node, keyboard navigation, no console error; then every example config drawn. The editor:
+//! a saved tool opened, a transform added and connected, a broken expression marked on its node
+//! and fixed, saved (the file passes `mcpflow validate`, the tool is served with the change), a
+//! YAML edit that does not parse shown as an error with the graph kept, a save racing a change
+//! on disk refused, a new tool from a template, exported and imported. A screenshot of each
+//! view is kept (the directory is printed).
 //!
 //! Without chromium, node or the UI's npm packages the browser tests are skipped with one
 //! line; under CI (`CI=true`) or with `MCPFLOW_REQUIRE_BROWSER` set, that is an error instead.
@@ -17,13 +21,45 @@ use std::time::{Duration, Instant};
 
 use http_common::{Server, config, curl, header, repo_root, start, status};
 
-/// `mcpflow serve tests/ui_browser.yaml --http`, its runs and sessions in `state`.
-fn serve(state: &Path) -> Server {
-    let db = state.join("state.db");
-    start(
-        &config("ui_browser.yaml"),
-        &["--state", db.to_str().expect("utf-8 temp path")],
+/// A tool saved in its own file, as the editor finds one it can save (the browser test edits it).
+const GREETING: &str = "# Written by mcpflow_save_tool. Editing it by hand is fine; the next save of this tool replaces it whole.
+tools:
+  - name: greeting
+    description: Greets someone
+    inputSchema:
+      type: object
+      properties:
+        who: {type: string}
+      required: [who]
+    nodes:
+      - id: entry
+        type: entry
+        next: hello
+      - id: hello
+        type: transform
+        transform:
+          expr: '{\"text\": \"hello \" & entry.who}'
+        next: exit
+      - id: exit
+        type: exit
+";
+
+/// `tests/ui_browser.yaml` copied into `state` (same name, so positions read the same) with
+/// its tools savable there (`tools/*.yaml`, `greeting` already saved), served with its runs
+/// and sessions in `state`; answers the server and the copy's path.
+fn serve(state: &Path) -> (Server, PathBuf) {
+    let text = std::fs::read_to_string(config("ui_browser.yaml")).expect("ui_browser.yaml");
+    let copy = state.join("ui_browser.yaml");
+    std::fs::write(
+        &copy,
+        format!("{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\n"),
     )
+    .expect("config copied");
+    std::fs::create_dir_all(state.join("tools")).expect("tools dir");
+    std::fs::write(state.join("tools/greeting.yaml"), GREETING).expect("greeting saved");
+    let db = state.join("state.db");
+    let server = start(&copy, &["--state", db.to_str().expect("utf-8 temp path")]);
+    (server, copy)
 }
 
 /// What the browser test needs, or why it cannot run.
@@ -138,9 +174,31 @@ fn the_ui_in_chromium_against_the_binary() {
         return;
     };
     let state = tempfile::tempdir().expect("temp dir");
-    let server = serve(state.path());
+    let (server, config) = serve(state.path());
     let shots = screenshots("ui-browser");
-    run_script(&chromium, &script, &server.base(), &shots, &[]);
+    let dir = state.path().to_str().expect("utf-8 temp path");
+    run_script(&chromium, &script, &server.base(), &shots, &["--edit", dir]);
+    // What the editor saved passes the same checks as any config, and is served.
+    let validated = Command::new(http_common::mcpflow())
+        .args(["validate", config.to_str().expect("utf-8 temp path")])
+        .output()
+        .expect("mcpflow validate runs");
+    assert!(
+        validated.status.success(),
+        "the config with the editor's saves does not validate: {}",
+        String::from_utf8_lossy(&validated.stderr)
+    );
+    let saved = std::fs::read_to_string(state.path().join("tools/greeting.yaml")).expect("saved");
+    assert!(
+        saved.contains("transform1"),
+        "the added node is saved: {saved}"
+    );
+    for file in ["from_template.yaml", "imported_tool.yaml"] {
+        assert!(
+            state.path().join("tools").join(file).exists(),
+            "{file} saved"
+        );
+    }
     for name in [
         "01-tool-graph",
         "02-groups",
@@ -150,6 +208,10 @@ fn the_ui_in_chromium_against_the_binary() {
         "06-session",
         "07-failed-run",
         "08-runs",
+        "09-edit",
+        "10-yaml-error",
+        "11-save-conflict",
+        "12-new-tool",
     ] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();
@@ -202,7 +264,7 @@ fn the_ui_draws_every_example() {
 #[test]
 fn the_ui_is_served_from_the_binary() {
     let state = tempfile::tempdir().expect("temp dir");
-    let server = serve(state.path());
+    let (server, _) = serve(state.path());
     let base = server.base();
     let dist = repo_root().join("crates/api/ui-dist");
     let index = std::fs::read_to_string(dist.join("index.html")).expect("ui-dist/index.html");
