@@ -9,10 +9,10 @@
 #   bench/regress.sh --record        # measure and write bench/baseline.json (commit it)
 #   TOLERANCE=3 SKIP_BUILD=1 bench/regress.sh http-2026 gateway   # some scenarios only
 #
-# What is compared: Ir per call without memcpy ("rest"). Callgrind counts `rep movsb` once per
-# byte, and the bytes an HTTP call copies move by tens of thousands between runs of the same
-# binary, so memcpy is shown but judged only past 3 × TOLERANCE. Each scenario is one client
-# (a repeatable interleaving) and the median of REPEAT (3) runs.
+# What is compared: all Ir per call. The split instructions.sh prints (memcpy and the rest) is
+# shown but not judged: on one binary it moved by ±18 % between two runs while the total moved
+# by under 2 %. Each scenario is one client (a repeatable interleaving) and the median of
+# REPEAT (3) runs.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 need jq "to read and write the baseline"
@@ -60,12 +60,12 @@ measure_once() { # scenario -> one JSON line of instructions.sh
     esac
 }
 
-measure() { # scenario -> {scenario, rest, memcpy}: the medians of REPEAT runs
+measure() { # scenario -> {scenario, total, rest, memcpy}: the medians of REPEAT runs
     local runs=()
     for _ in $(seq "$repeat"); do runs+=("$(measure_once "$1")"); done
     printf '%s\n' "${runs[@]}" | jq -sc --arg s "$1" '
       def median: sort | .[length / 2 | floor];
-      {scenario: $s, rest: (map(.rest_ir_per_call) | median),
+      {scenario: $s, total: (map(.ir_per_call) | median), rest: (map(.rest_ir_per_call) | median),
        memcpy: (map(.memcpy_ir_per_call) | median), commit: .[0].commit}'
 }
 
@@ -78,7 +78,7 @@ done
 if [[ $record == 1 ]]; then
     jq -s --arg machine "$(uname -m) $(nproc) cores" \
         '{recorded_on: .[0].commit, machine: $machine,
-          scenarios: (map({key: .scenario, value: {rest, memcpy}}) | from_entries)}' \
+          scenarios: (map({key: .scenario, value: {total, rest, memcpy}}) | from_entries)}' \
         "$results" >"$work/baseline.json"
     if [[ -f $baseline ]]; then # keep the scenarios not measured this time
         jq -s '.[0] * .[1]' "$baseline" "$work/baseline.json" >"$work/merged.json"
@@ -90,18 +90,18 @@ if [[ $record == 1 ]]; then
 fi
 
 [[ -f $baseline ]] || { echo "regress: no $baseline; record one with --record" >&2; exit 2; }
-echo "| scenario | rest Ir/call | baseline | change | memcpy Ir/call | baseline | change |"
-echo "|---|---|---|---|---|---|---|"
+echo "| scenario | Ir/call | baseline | change | of which memcpy (now / baseline) |"
+echo "|---|---|---|---|---|"
 verdict=$(jq -rs --slurpfile base "$baseline" --argjson tol "$tolerance" '
   def pct(a; b): if b == 0 then 0 else ((a / b - 1) * 1000 | round) / 10 end;
   map(. as $r | $base[0].scenarios[$r.scenario] as $b
-      | if $b == null then {line: "| \($r.scenario) | \($r.rest) | – | – | \($r.memcpy) | – | – |", bad: false}
-        else {line: "| \($r.scenario) | \($r.rest) | \($b.rest) | \(pct($r.rest; $b.rest)) % | \($r.memcpy) | \($b.memcpy) | \(pct($r.memcpy; $b.memcpy)) % |",
-              bad: (pct($r.rest; $b.rest) > $tol or pct($r.memcpy; $b.memcpy) > 3 * $tol)} end)
+      | if $b == null then {line: "| \($r.scenario) | \($r.total) | – | – | \($r.memcpy) / – |", bad: false}
+        else {line: "| \($r.scenario) | \($r.total) | \($b.total) | \(pct($r.total; $b.total)) % | \($r.memcpy) / \($b.memcpy) |",
+              bad: (pct($r.total; $b.total) > $tol)} end)
   | (map(.line) | join("\n")) + "\n" + (if any(.bad) then "REGRESSED" else "OK" end)' "$results")
 echo "${verdict%$'\n'*}"
 if [[ ${verdict##*$'\n'} == REGRESSED ]]; then
-    echo "regress: instructions per call grew past ${tolerance} % (memcpy: $((3 * tolerance)) %) against $(jq -r .recorded_on "$baseline")" >&2
+    echo "regress: instructions per call grew past ${tolerance} % against $(jq -r .recorded_on "$baseline")" >&2
     exit 1
 fi
 echo "regress: within ${tolerance} % of $(jq -r .recorded_on "$baseline")" >&2
