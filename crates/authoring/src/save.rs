@@ -67,15 +67,16 @@ pub enum SaveError {
     Refused(String),
 }
 
-/// What identifies a tool file's contents, to tell whether it changed: FNV-1a over its bytes
-/// (stable across builds and processes, unlike the standard hasher).
+/// What identifies a tool file's contents, to tell whether it changed: `sha256:<hex>` of its
+/// bytes (stable across builds and processes, unlike the standard hasher).
 pub fn version(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    use sha2::{Digest, Sha256};
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in Sha256::digest(bytes) {
+        out.push_str(&format!("{b:02x}"));
     }
-    format!("{h:016x}-{}", bytes.len())
+    out
 }
 
 pub(crate) async fn save(

@@ -38,13 +38,13 @@ pub(super) struct Destination {
 
 pub(super) struct Exporter {
     resource: EncodedResource,
-    send: Send,
+    send: Transport,
     runtime: tokio::runtime::Handle,
     timeout: Duration,
 }
 
 #[derive(Clone)]
-enum Send {
+enum Transport {
     Http {
         client: reqwest::Client,
         url: String,
@@ -92,7 +92,7 @@ impl Exporter {
                     .timeout(timeout)
                     .build()
                     .map_err(|e| format!("telemetry.traces: cannot make the HTTP client: {e}"))?;
-                let send = Send::Http {
+                let send = Transport::Http {
                     client,
                     url: url.clone(),
                     headers: map,
@@ -120,7 +120,7 @@ impl Exporter {
                     .map_err(|e| format!("telemetry.traces: `{url}` is not a gRPC endpoint: {e}"))?
                     .timeout(timeout)
                     .connect_lazy();
-                let send = Send::Grpc {
+                let send = Transport::Grpc {
                     channel,
                     metadata: MetadataMap::from_headers(map),
                 };
@@ -184,10 +184,10 @@ impl SpanExporter for Exporter {
     }
 }
 
-impl Send {
+impl Transport {
     async fn send(self, body: Vec<u8>) -> Result<(), String> {
         match self {
-            Send::Http {
+            Transport::Http {
                 client,
                 url,
                 headers,
@@ -206,7 +206,7 @@ impl Send {
                     Err(format!("the collector at {url} answered {status}"))
                 }
             }
-            Send::Grpc { channel, metadata } => {
+            Transport::Grpc { channel, metadata } => {
                 let mut grpc = tonic::client::Grpc::new(channel);
                 grpc.ready()
                     .await
