@@ -11,6 +11,12 @@
 #   INSTRUCTIONS=1 SKIP_BUILD=1 bench/telemetry.sh   # also callgrind's Ir per call per mode
 #   BASELINE=/tmp/mcpflow-before bench/telemetry.sh  # adds "tracing-baseline": tracing on, served
 #                                                    # by an earlier build, for a before/after
+#   PIN=0 bench/telemetry.sh                  # server, clients and sink share every core
+#
+# With two cores or more (PIN=1, the default there) the server runs on core 0 and the load
+# generator and the OTLP sink on the others: sharing cores with 16 client threads moved the
+# server's CPU per call by ±15 % between rounds of one mode. The batch exporter keeps the SDK's
+# export size (512 spans) and only its queue is raised, so no span is dropped.
 #
 # A measurement, not a test.
 set -euo pipefail
@@ -27,7 +33,14 @@ work=$(mktemp -d)
 sink_pid=
 trap '[[ -n $sink_pid ]] && kill $sink_pid 2>/dev/null; rm -rf "$work"' EXIT
 
-python3 bench/otlp_sink.py >"$work/sink.out" &
+# Prefixes that put a command on its cores (taskset execs it, so `$!` stays the command's pid).
+on_server=() on_load=()
+if [[ ${PIN:-$(($(nproc) > 1))} == 1 ]] && command -v taskset >/dev/null; then
+    on_server=(taskset -c 0) on_load=(taskset -c "1-$(($(nproc) - 1))")
+    echo "# server on core 0, load generator and sink on the others" >&2
+fi
+
+"${on_load[@]}" python3 bench/otlp_sink.py >"$work/sink.out" &
 sink_pid=$!
 for _ in $(seq 50); do grep -q '^port ' "$work/sink.out" && break; sleep 0.1; done
 sink_port=$(sed -n 's/^port //p' "$work/sink.out")
@@ -44,9 +57,10 @@ config() { # mode -> path of its config
     echo "$path"
 }
 
-# The batch exporter's defaults (2048 spans queued, 512 per export, every 5 s) drop spans at
-# thousands of calls/s; these keep every span, which is what a 100 % sampling rate means.
-export OTEL_BSP_MAX_QUEUE_SIZE=65536 OTEL_BSP_MAX_EXPORT_BATCH_SIZE=8192 OTEL_BSP_SCHEDULE_DELAY=500
+# The batch processor's queue (2,048 spans by default) drops spans at thousands of calls/s; a
+# larger one keeps every span, which is what a 100 % sampling rate means. Exports keep the
+# SDK's size (512 spans; 8,192 cost more CPU than callgrind counts, bench/README.md).
+export OTEL_BSP_MAX_QUEUE_SIZE=65536 OTEL_BSP_SCHEDULE_DELAY=500
 
 results="$work/results.jsonl"
 modes="off metrics tracing"
@@ -59,10 +73,10 @@ for round in $(seq "$rounds"); do
         log="$work/serve-$mode-$round.log"
         bin="$REL/mcpflow"
         [[ $mode == tracing-baseline ]] && bin=$BASELINE
-        "$bin" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
+        "${on_server[@]}" "$bin" serve "$(config $mode)" --http 127.0.0.1:0 2>"$log" &
         server=$!
         url=$(listen_url "$log" 100)
-        line=$("$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
+        line=$("${on_load[@]}" "$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
             --protocol 2026-07-28 --clients "$clients" --seconds "$secs" --server-pid "$server")
         kill -INT "$server"; wait "$server" || true
         jq -c --arg mode "$mode" --argjson round "$round" '. + {mode: $mode, round: $round}' <<<"$line" | tee -a "$results" >&2
@@ -78,6 +92,13 @@ jq -rs '
       cpu: (map(.server_cpu_us) | median), p50: (map(.p50_us) | median), p99: (map(.p99_us) | median)})
   | sort_by({off: 0, metrics: 1, tracing: 2, "tracing-baseline": 3}[.mode])
   | .[] | "| \(.mode) | \(.cps) | \(.cpu) | \(((.cpu / $off - 1) * 1000 | round) / 10) % | \(.p50) | \(.p99) |"' "$results"
+# Each round's CPU per call against that round's "off": drift between rounds cancels out.
+jq -rs '
+  def median: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
+  (map(select(.mode == "off")) | map({key: (.round | tostring), value: .server_cpu_us}) | from_entries) as $off
+  | map(select(.mode != "off")) | group_by(.mode) | .[]
+  | map(.server_cpu_us / $off[.round | tostring]) as $ratios
+  | "# \(.[0].mode) / off, round by round: \($ratios | map(. * 100 | round / 100) | join(" ")); median \((($ratios | median) - 1) * 1000 | round / 10) %"' "$results"
 
 if [[ ${INSTRUCTIONS:-0} == 1 ]]; then
     for mode in $modes; do

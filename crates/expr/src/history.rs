@@ -11,7 +11,6 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::LazyLock;
 
 use jlens_core::{Bindings, HostFunction};
 use serde_json::Value as Json;
@@ -145,9 +144,6 @@ pub(crate) fn node_executions(h: &dyn HistoryView, id: Option<&str>) -> Json {
     let runs = id.map_or(&[][..], |id| h.executions(id));
     Json::Array(runs.iter().map(|&r| output_json(h, r)).collect())
 }
-
-/// The four functions, built once and shared by every evaluation.
-pub(crate) static FUNCTIONS: LazyLock<Bindings> = LazyLock::new(|| bind(Bindings::new()));
 
 /// The history functions: name and signature (mcpGraph's, so that a wrong argument fails
 /// with the same `T0410`).

@@ -11,8 +11,9 @@ use crate::input::Input;
 use crate::{Context, ExprError, HistoryView, Value, memory};
 
 mod plan;
+mod range;
 
-use plan::{Hoisted, Plan};
+use plan::{Hoisted, Plan, Rewritten};
 
 /// Evaluation limits.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,9 +67,10 @@ impl Limits {
         &self,
         evaluate: impl FnOnce(&Options) -> Result<T, jlens_core::Error>,
     ) -> Result<T, ExprError> {
-        let (result, exhausted) = memory::metered(self.max_memory_bytes, |cancel| {
-            evaluate(&self.options(cancel))
-        });
+        let (result, exhausted) =
+            memory::metered(self.max_memory_bytes, self.max_steps, |cancel| {
+                evaluate(&self.options(cancel))
+            });
         // Past the budget is an error even when the evaluation got to its end: jlens stops at
         // its next step, and a last step (`[1..$n]` as the whole expression) has none.
         match result {
@@ -142,6 +144,8 @@ pub struct Jsonata {
 struct Inner {
     /// As written: its errors and positions are the ones reported.
     expr: Expression,
+    /// What the engine evaluates for it: the same with its ranges guarded.
+    engine: Rewritten,
     plan: Plan,
     /// Whether it names `$caller`: only then is the caller bound (a copy per evaluation).
     reads_caller: bool,
@@ -152,9 +156,11 @@ impl Jsonata {
         let expr = Expression::compile(src)?;
         let plan = Plan::new(&expr);
         let reads_caller = plan::names_variable(&expr, CALLER);
+        let engine = Rewritten::guarded(&expr);
         Ok(Jsonata {
             inner: Arc::new(Inner {
                 expr,
+                engine,
                 plan,
                 reads_caller,
             }),
@@ -185,14 +191,17 @@ impl Jsonata {
     ) -> Result<Option<Json>, ExprError> {
         let vars = bindings
             .iter()
-            .fold(history::FUNCTIONS.clone(), |b, (k, v)| {
-                b.var(k.clone(), v.clone())
-            });
-        limits.run(|options| {
-            history::with_history(&NoHistory, || {
-                self.inner.expr.evaluate_with(input, &vars, options)
+            .fold(FUNCTIONS.clone(), |b, (k, v)| b.var(k.clone(), v.clone()));
+        let engine = &self.inner.engine;
+        limits
+            .run(|options| {
+                history::with_history(&NoHistory, || {
+                    engine
+                        .expr(&self.inner.expr)
+                        .evaluate_with(input, &vars, options)
+                })
             })
-        })
+            .map_err(|e| engine.locate(e))
     }
 
     pub(crate) fn eval(
@@ -209,36 +218,49 @@ impl Jsonata {
                 if let Some(found) = plan::lookup(input, steps) {
                     return Ok(found.map(plan::as_jsonata));
                 }
-                let bindings = with_caller(&history::FUNCTIONS, caller);
-                self.run(&self.inner.expr, input, &bindings, history, limits)
+                self.run_as_written(input, reads, caller)
             }
-            Plan::Engine => {
-                let bindings = with_caller(&history::FUNCTIONS, caller);
-                self.run(&self.inner.expr, input, &bindings, history, limits)
-            }
-            Plan::Hoisted {
-                expr,
-                calls,
-                replaced,
-            } => {
+            Plan::Engine => self.run_as_written(input, reads, caller),
+            Plan::Hoisted { expr, calls } => {
                 let hoisted = hoisted_bindings(calls, history);
                 let bindings = with_caller(&hoisted, caller);
-                match self.run(expr, input, &bindings, history, limits) {
+                match self.run(
+                    expr.expr(&self.inner.expr),
+                    input,
+                    &bindings,
+                    history,
+                    limits,
+                ) {
                     Ok(v) => Ok(v),
                     // An error about a replaced call would show its variable: the expression as
                     // written tells it in the user's terms (evaluation is pure, so it fails
                     // the same way).
                     Err(e) if e.message.contains(plan::HOISTED_PREFIX) => {
-                        let functions = with_caller(&history::FUNCTIONS, caller);
-                        self.run(&self.inner.expr, input, &functions, history, limits)
+                        self.run_as_written(input, reads, caller)
                     }
-                    Err(mut e) => {
-                        e.position = e.position.map(|p| plan::original_position(replaced, p));
-                        Err(e)
-                    }
+                    Err(e) => Err(expr.locate(e)),
                 }
             }
         }
+    }
+
+    /// The expression as written (its ranges guarded), with the history functions bound.
+    fn run_as_written(
+        &self,
+        input: Input<'_>,
+        reads: Reads<'_>,
+        caller: Option<&Json>,
+    ) -> Result<Option<Json>, ExprError> {
+        let engine = &self.inner.engine;
+        let bindings = with_caller(&FUNCTIONS, caller);
+        self.run(
+            engine.expr(&self.inner.expr),
+            input,
+            &bindings,
+            reads.history,
+            reads.limits,
+        )
+        .map_err(|e| engine.locate(e))
     }
 
     fn run(
@@ -267,9 +289,13 @@ fn with_caller<'b>(
     }
 }
 
-/// The history functions, plus the values of the calls hoisted out of the expression.
+/// The history functions and the range guards, built once and shared by every evaluation.
+static FUNCTIONS: std::sync::LazyLock<Bindings> =
+    std::sync::LazyLock::new(|| range::bind(history::bind(Bindings::new())));
+
+/// The functions, plus the values of the calls hoisted out of the expression.
 fn hoisted_bindings(calls: &[Hoisted], h: &dyn HistoryView) -> Bindings {
-    calls.iter().fold(history::FUNCTIONS.clone(), |b, call| {
+    calls.iter().fold(FUNCTIONS.clone(), |b, call| {
         match history::call(call.function, &call.args, h) {
             Some(v) => b.var(call.var.clone(), v),
             None => b,

@@ -15,7 +15,7 @@
 //! allocator costs one thread-local read per call.
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,6 +53,44 @@ pub(crate) struct Meter {
     limit: isize,
     token: CancelToken,
     tripped: Cell<bool>,
+    /// The evaluation's step budget, if it has one.
+    steps: Option<u64>,
+    /// The starts of the ranges being built, innermost last (`jsonata::range`).
+    range_starts: RefCell<Vec<Option<f64>>>,
+}
+
+/// What is left to the evaluation running on this thread.
+pub(crate) struct Budget {
+    /// Its step budget, if it has one.
+    pub steps: Option<u64>,
+    /// Its memory budget, and what is left of it.
+    pub bytes: usize,
+    pub bytes_left: usize,
+}
+
+/// The budget of the evaluation running on this thread; `None` outside one.
+pub(crate) fn budget() -> Option<Budget> {
+    with_meter(|meter| Budget {
+        steps: meter.steps,
+        bytes: meter.limit.max(0) as usize,
+        bytes_left: (meter.limit - meter.live.get()).max(0) as usize,
+    })
+}
+
+/// Notes where a range starts (`None`: not a bound jlens builds from), until its end is known.
+pub(crate) fn note_range_start(start: Option<f64>) {
+    with_meter(|meter| meter.range_starts.borrow_mut().push(start));
+}
+
+/// The start of the innermost range being built, once its end is known.
+pub(crate) fn take_range_start() -> Option<f64> {
+    with_meter(|meter| meter.range_starts.borrow_mut().pop().flatten()).flatten()
+}
+
+fn with_meter<R>(f: impl FnOnce(&Meter) -> R) -> Option<R> {
+    let meter = CURRENT.try_with(Cell::get).ok()?;
+    // SAFETY: as in `charge`: the pointer is to a live meter of this thread's evaluation.
+    (!meter.is_null()).then(|| f(unsafe { &*meter }))
 }
 
 thread_local! {
@@ -123,18 +161,25 @@ fn note_installed() {
 thread_local! {
     /// A token per thread, replaced only once an evaluation has cancelled it (a cancelled token
     /// cannot be reset), so a cheap evaluation allocates no token of its own.
-    static TOKEN: std::cell::RefCell<CancelToken> = std::cell::RefCell::new(CancelToken::new());
+    static TOKEN: RefCell<CancelToken> = RefCell::new(CancelToken::new());
 }
 
 /// Runs `f` (one evaluation) with its allocations charged to a budget of `limit` bytes.
-/// `f` gets the token to hand jlens; the result says whether the budget ran out.
-pub(crate) fn metered<R>(limit: usize, f: impl FnOnce(&CancelToken) -> R) -> (R, bool) {
+/// `steps` is its step budget, if it has one. `f` gets the token to hand jlens; the result
+/// says whether the budget ran out.
+pub(crate) fn metered<R>(
+    limit: usize,
+    steps: Option<u64>,
+    f: impl FnOnce(&CancelToken) -> R,
+) -> (R, bool) {
     let token = TOKEN.with(|t| t.borrow().clone());
     let meter = Meter {
         live: Cell::new(0),
         limit: isize::try_from(limit).unwrap_or(isize::MAX),
         token,
         tripped: Cell::new(false),
+        steps,
+        range_starts: RefCell::new(Vec::new()),
     };
     struct Restore(*const Meter);
     impl Drop for Restore {

@@ -10,6 +10,7 @@ use jlens_core::Expression;
 use jlens_core::ast::{Node, NodeKind};
 use serde_json::Value as Json;
 
+use crate::ExprError;
 use crate::history::SIGNATURES;
 use crate::input::Input;
 
@@ -18,11 +19,62 @@ pub(super) enum Plan {
     Path(Vec<String>),
     Engine,
     Hoisted {
-        expr: Expression,
+        expr: Rewritten,
         calls: Vec<Hoisted>,
-        /// Where the calls were replaced, to report positions in the source as written.
-        replaced: Vec<Replaced>,
     },
+}
+
+/// An expression evaluated in place of the one written, and how to find an error's position
+/// in the source as written.
+#[derive(Debug)]
+pub(super) struct Rewritten {
+    /// `None`: the expression as written.
+    expr: Option<Expression>,
+    /// Where each rewrite's edits went, the last rewrite first.
+    maps: Vec<Vec<Replaced>>,
+}
+
+impl Rewritten {
+    /// `expr` with its ranges guarded (`super::range`), or as it is when it needs no guard.
+    pub(super) fn guarded(expr: &Expression) -> Rewritten {
+        match super::range::guard(expr) {
+            Some((guarded, replaced)) => Rewritten {
+                expr: Some(guarded),
+                maps: vec![replaced],
+            },
+            None => Rewritten {
+                expr: None,
+                maps: Vec::new(),
+            },
+        }
+    }
+
+    /// `rewritten` (made by edits that went to `replaced`), with its ranges guarded.
+    fn guarding(rewritten: Expression, replaced: Vec<Replaced>) -> Rewritten {
+        match super::range::guard(&rewritten) {
+            Some((guarded, ranges)) => Rewritten {
+                expr: Some(guarded),
+                maps: vec![ranges, replaced],
+            },
+            None => Rewritten {
+                expr: Some(rewritten),
+                maps: vec![replaced],
+            },
+        }
+    }
+
+    /// What to evaluate for `written`.
+    pub(super) fn expr<'e>(&'e self, written: &'e Expression) -> &'e Expression {
+        self.expr.as_ref().unwrap_or(written)
+    }
+
+    /// `error` with its position in the source as written.
+    pub(super) fn locate(&self, mut error: ExprError) -> ExprError {
+        error.position = error
+            .position
+            .map(|p| self.maps.iter().fold(p, |p, map| original_position(map, p)));
+        error
+    }
 }
 
 /// One replaced call, as UTF-16 offsets (JSONata's positions) in the rewritten and the
@@ -34,7 +86,7 @@ pub(super) struct Replaced {
 }
 
 /// The position in the original source of `position` in the rewritten one.
-pub(super) fn original_position(replaced: &[Replaced], position: usize) -> usize {
+fn original_position(replaced: &[Replaced], position: usize) -> usize {
     let mut mapped = position;
     for r in replaced {
         if position <= r.rewritten.0 {
@@ -210,15 +262,9 @@ fn hoist(expr: &Expression) -> Option<Plan> {
     let prefix = (0..)
         .map(|n| format!("{HOISTED_PREFIX}{}_", "x".repeat(n)))
         .find(|p| !src.contains(p.as_str()))?;
-    let utf16 = |s: &str| s.encode_utf16().count();
-    let mut out = String::with_capacity(src.len());
     let mut calls: Vec<Hoisted> = Vec::new();
-    let mut replaced = Vec::new();
-    let mut at = 0;
+    let mut edits = Vec::with_capacity(found.len());
     for (start, end, function, args) in found {
-        if start < at || end > src.len() {
-            return None;
-        }
         let index = match calls
             .iter()
             .position(|c| c.function == function && c.args == args)
@@ -233,24 +279,55 @@ fn hoist(expr: &Expression) -> Option<Plan> {
                 calls.len() - 1
             }
         };
-        out.push_str(src.get(at..start)?);
+        edits.push(Edit {
+            start,
+            end,
+            text: format!("${}", calls[index].var),
+        });
+    }
+    let (rewritten, replaced) = rewrite(src, &edits)?;
+    Some(Plan::Hoisted {
+        expr: Rewritten::guarding(rewritten, replaced),
+        calls,
+    })
+}
+
+/// A change of the source: the bytes `start..end` replaced by `text` (inserted when the two
+/// are equal).
+#[derive(Debug)]
+pub(super) struct Edit {
+    pub start: usize,
+    pub end: usize,
+    pub text: String,
+}
+
+/// `src` with `edits` (in source order, none overlapping) made, compiled, and where each edit
+/// went; `None` when they do not fit the source or the result does not compile.
+pub(super) fn rewrite(src: &str, edits: &[Edit]) -> Option<(Expression, Vec<Replaced>)> {
+    let utf16 = |s: &str| s.encode_utf16().count();
+    let mut out =
+        String::with_capacity(src.len() + edits.iter().map(|e| e.text.len()).sum::<usize>());
+    let mut replaced = Vec::with_capacity(edits.len());
+    let mut at = 0;
+    for edit in edits {
+        if edit.start < at || edit.end < edit.start {
+            return None;
+        }
+        out.push_str(src.get(at..edit.start)?);
         let rewritten_start = utf16(&out);
-        out.push('$');
-        out.push_str(&calls[index].var);
-        let original_start = utf16(src.get(..start)?);
+        out.push_str(&edit.text);
+        let original_start = utf16(src.get(..edit.start)?);
         replaced.push(Replaced {
             rewritten: (rewritten_start, utf16(&out)),
-            original: (original_start, original_start + utf16(src.get(start..end)?)),
+            original: (
+                original_start,
+                original_start + utf16(src.get(edit.start..edit.end)?),
+            ),
         });
-        at = end;
+        at = edit.end;
     }
     out.push_str(src.get(at..)?);
-    let rewritten = Expression::compile(&out).ok()?;
-    Some(Plan::Hoisted {
-        expr: rewritten,
-        calls,
-        replaced,
-    })
+    Some((Expression::compile(&out).ok()?, replaced))
 }
 
 /// A call of a history function whose arguments are literals of the types its signature
@@ -326,11 +403,8 @@ mod tests {
             calls[1].args,
             [Some(Json::from("n")), Some(Json::from(-1.0))]
         );
-        assert!(
-            !expr.source().contains("nodeExecution"),
-            "{}",
-            expr.source()
-        );
+        let source = expr.expr.as_ref().expect("rewritten").source();
+        assert!(!source.contains("nodeExecution"), "{source}");
     }
 
     #[test]
