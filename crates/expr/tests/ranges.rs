@@ -109,6 +109,12 @@ fn guarded_ranges_give_what_jlens_gives() {
         ("(\n  $x := 'é';\n  [1..$n] )", json!(true)),
         ("[1..$n].$string()", json!(2)),
         ("[1..10000]~>$count()", json!(0)),
+        ("[$sum..$n]", json!(3)),
+        ("[1..$sum]", json!(3)),
+        ("[1..function() { 2 }]", json!(3)),
+        ("[1..$n]", json!([3])),
+        ("[1..$n]", json!({"a": 1})),
+        ("[$n..3]", json!(-0.0)),
     ];
     let limits = Limits {
         timeout: Duration::from_secs(10),

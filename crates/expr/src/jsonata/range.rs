@@ -16,7 +16,7 @@
 //! jlens' own. Ranges of two literal bounds and few items are left as written.
 
 use jlens_core::ast::{BinaryOp, Node, NodeKind};
-use jlens_core::{Bindings, Expression, HostFunction};
+use jlens_core::{Bindings, Expression, HostCall, HostFunction};
 use serde_json::Value as Json;
 
 use super::plan::{self, Edit, Replaced};
@@ -155,14 +155,14 @@ fn small_literal(lhs: &Node, rhs: &Node) -> bool {
 
 /// `bindings` with the two guards bound.
 pub(super) fn bind(bindings: Bindings) -> Bindings {
-    let from = HostFunction::new(1, |args, _| {
-        let start = args.first().cloned().flatten();
+    let from = HostFunction::new(1, |args, call| {
+        let start = bound(args, call);
         memory::note_range_start(start.as_ref().and_then(integer));
         Ok(start)
     })
     .without_input();
-    let to = HostFunction::new(1, |args, _| {
-        let end = args.first().cloned().flatten();
+    let to = HostFunction::new(1, |args, call| {
+        let end = bound(args, call);
         let start = memory::take_range_start();
         if let (Some(start), Some(last)) = (start, end.as_ref().and_then(integer)) {
             check(last - start + 1.0)?;
@@ -171,6 +171,16 @@ pub(super) fn bind(bindings: Bindings) -> Bindings {
     })
     .without_input();
     bindings.function(FROM, from).function(TO, to)
+}
+
+/// The bound as jlens should see it. A function crosses as `None`, which jlens would take for
+/// undefined (an empty range) where the bound as written is an error (`T2003`, `T2004`): any
+/// other value that is not a number gives that error, and its message names no value.
+fn bound(args: &[Option<Json>], call: &HostCall<'_>) -> Option<Json> {
+    match args.first() {
+        Some(Some(value)) => Some(value.clone()),
+        _ => call.function(0).map(|_| Json::Bool(false)),
+    }
 }
 
 /// A bound jlens would accept: an integral number.
