@@ -55,4 +55,14 @@ pub struct HttpConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub body_read_timeout_ms: Option<u64>,
+    /// On SIGTERM or SIGINT, how long `/readyz` answers 503 while the server still accepts
+    /// and answers everything, before it stops accepting (default 0). Set it above the load
+    /// balancer's health-check interval times its fall count, so the balancer stops sending
+    /// new requests before the listener closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain_delay_ms: Option<u64>,
+    /// Once it stops accepting, how long the server waits for the requests in flight to be
+    /// answered (default 30000 ms); past it, the connections still busy are closed and logged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown_timeout_ms: Option<u64>,
 }

@@ -71,10 +71,12 @@ fn open_file_limit() -> Option<usize> {
 pub(crate) struct Settings {
     pub(crate) max_connections: usize,
     pub(crate) header_read_timeout: Duration,
+    pub(crate) shutdown_timeout: Duration,
 }
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then stops accepting, lets every
-/// connection finish the requests it is answering, and returns once all are closed.
+/// connection finish the requests it is answering, and returns once all are closed or the
+/// shutdown timeout has passed (the connections still open then end with the process).
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
@@ -143,7 +145,16 @@ pub(crate) async fn serve(
     }
     drop(listener);
     tasks.close();
-    tasks.wait().await;
+    if tokio::time::timeout(settings.shutdown_timeout, tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "{} HTTP connection(s) still open {} ms after the listener closed: closing them",
+            tasks.len(),
+            settings.shutdown_timeout.as_millis()
+        );
+    }
 }
 
 /// The answer to a connection past the cap when none can be closed for it: 503, then close.

@@ -23,6 +23,8 @@ pub(crate) struct Guard {
     /// The Host/Origin check (`origin.rs`, fuzzed on its own).
     origin: OriginPolicy,
     global: Arc<Semaphore>,
+    /// The global limit: all of `global`'s permits when nothing is in flight.
+    max_in_flight: usize,
     per_session: usize,
     sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
     max_body_bytes: usize,
@@ -34,10 +36,20 @@ impl Guard {
         Guard {
             origin: OriginPolicy::new(&options.allowed_hosts, &options.allowed_origins),
             global: Arc::new(Semaphore::new(options.limits.max_concurrent_requests)),
+            max_in_flight: options.limits.max_concurrent_requests,
             per_session: options.limits.max_concurrent_requests_per_session,
             sessions: Mutex::new(HashMap::new()),
             max_body_bytes: options.limits.max_body_bytes,
             body_read_timeout: options.limits.body_read_timeout,
+        }
+    }
+
+    /// Resolves once no request is in flight, and refuses new ones from then on (503): for
+    /// shutdown, once the listener is closed.
+    pub(crate) async fn settled(&self) {
+        let all = u32::try_from(self.max_in_flight).unwrap_or(u32::MAX);
+        if let Ok(permits) = self.global.acquire_many(all).await {
+            permits.forget();
         }
     }
 

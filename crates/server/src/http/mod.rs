@@ -78,6 +78,11 @@ pub struct HttpLimits {
     pub header_read_timeout: Duration,
     /// A request body not received in full this long after its headers is answered 408.
     pub body_read_timeout: Duration,
+    /// After the shutdown signal, how long `/readyz` answers 503 while everything else is
+    /// still served, so that a load balancer takes the server out before it stops accepting.
+    pub drain_delay: Duration,
+    /// After that, how long requests in flight may take before their connections are closed.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for HttpLimits {
@@ -91,6 +96,8 @@ impl Default for HttpLimits {
             max_connections: 4096,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
+            drain_delay: Duration::ZERO,
+            shutdown_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -118,6 +125,8 @@ impl HttpOptions {
         l.session_idle_timeout = ms(c.session_idle_timeout_ms, l.session_idle_timeout);
         l.header_read_timeout = ms(c.header_read_timeout_ms, l.header_read_timeout);
         l.body_read_timeout = ms(c.body_read_timeout_ms, l.body_read_timeout);
+        l.drain_delay = ms(c.drain_delay_ms, l.drain_delay);
+        l.shutdown_timeout = ms(c.shutdown_timeout_ms, l.shutdown_timeout);
         options.allowed_hosts = c.allowed_hosts.clone();
         options.allowed_origins = c.allowed_origins.clone();
         options
@@ -171,8 +180,9 @@ impl HttpListener {
             .map_err(|e| ServerError::Transport(e.to_string()))
     }
 
-    /// Serves until `shutdown` resolves, then stops accepting, ends the MCP sessions and lets
-    /// requests in flight finish.
+    /// Serves until `shutdown` resolves, then answers `/readyz` with 503 for the drain delay,
+    /// stops accepting, ends the MCP sessions and lets requests in flight finish within the
+    /// shutdown timeout.
     pub async fn serve(
         self,
         server: impl Into<LiveServer>,
@@ -280,18 +290,42 @@ impl HttpListener {
         };
         // Every route behind the guard, the probes too: a DNS-rebinding page must not read
         // even whether the server is up.
+        let in_flight = guard_state.clone();
         let app = app.layer(axum::middleware::from_fn_with_state(guard_state, guard));
         let stop = CancellationToken::new();
         let stop_accepting = stop.clone();
+        let (drain, patience) = (limits.drain_delay, limits.shutdown_timeout);
         tokio::spawn(async move {
             shutdown.await;
+            // Unready first, still serving: the balancer's health checks see the 503 and send
+            // new requests elsewhere before the listener closes under them.
             stopping.store(true, Ordering::Relaxed);
-            sessions.cancel();
+            if !drain.is_zero() {
+                tracing::info!(
+                    "draining: /readyz answers 503; still serving for {} ms",
+                    drain.as_millis()
+                );
+                tokio::time::sleep(drain).await;
+            }
             stop_accepting.cancel();
+            // The sessions end only once the calls in flight are answered: ending them cancels
+            // their handlers (rmcp's token), stateless calls included.
+            if tokio::time::timeout(patience, in_flight.settled())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "requests still in flight {} ms after the listener closed: cancelling them",
+                    patience.as_millis()
+                );
+            }
+            sessions.cancel();
         });
         let settings = conns::Settings {
             max_connections: conns::connection_cap(limits.max_connections),
             header_read_timeout: limits.header_read_timeout,
+            // The calls' own deadline, and a moment for the streams ended after it to close.
+            shutdown_timeout: patience + Duration::from_secs(2),
         };
         conns::serve(self.listener, app, settings, stop).await;
         Ok(())
