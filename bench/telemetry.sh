@@ -91,7 +91,7 @@ jq -rs '
   | group_by(.mode) | map({mode: .[0].mode, cps: (map(.calls_per_s) | median),
       cpu: (map(.server_cpu_us) | median), p50: (map(.p50_us) | median), p99: (map(.p99_us) | median)})
   | sort_by({off: 0, metrics: 1, tracing: 2, "tracing-baseline": 3}[.mode])
-  | .[] | "| \(.mode) | \(.cps) | \(.cpu) | \(((.cpu / $off - 1) * 1000 | round) / 10) % | \(.p50) | \(.p99) |"' "$results"
+  | .[] | "| \(.mode) | \(.cps | round) | \(.cpu * 10 | round / 10) | \(((.cpu / $off - 1) * 1000 | round) / 10) % | \(.p50 | round) | \(.p99 | round) |"' "$results"
 # Each round's CPU per call against that round's "off": drift between rounds cancels out.
 jq -rs '
   def median: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
