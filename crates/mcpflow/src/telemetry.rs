@@ -3,6 +3,7 @@
 //! switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
 
 mod export;
+mod processor;
 
 use mcpflow_config::telemetry::{OtlpProtocol, TelemetryConfig};
 use opentelemetry::trace::TracerProvider as _;
@@ -160,8 +161,9 @@ fn start_traces(
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service)
         .build();
+    let processor = processor::EncodingProcessor::new(exporter, processor::Settings::from_env())?;
     let mut provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
+        .with_span_processor(processor)
         .with_resource(resource);
     // Without a ratio in the config, OTEL_TRACES_SAMPLER (the SDK's default: parent-based,
     // always on) decides.

@@ -1,6 +1,6 @@
-//! The OTLP span exporter behind the SDK's batch processor: a batch of finished spans is
-//! encoded straight to protobuf (`mcpflow_telemetry::otlp`) and sent over HTTP or gRPC on the
-//! process's own runtime, as `opentelemetry-otlp` would send it.
+//! The OTLP transport behind the span processor (`processor.rs`): a request already encoded
+//! to protobuf (`mcpflow_telemetry::otlp`) is sent over HTTP or gRPC on the process's own
+//! runtime, as `opentelemetry-otlp` would send it.
 //!
 //! Why not `opentelemetry-otlp`'s exporter: its conversion through `opentelemetry-proto`'s
 //! structs was half of what a traced call cost (bench/README.md, telemetry). What it read from
@@ -12,10 +12,6 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut};
 use mcpflow_config::telemetry::OtlpProtocol;
-use mcpflow_telemetry::otlp::{EncodedResource, SpanBatch, request};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::MetadataMap;
@@ -37,7 +33,6 @@ pub(super) struct Destination {
 }
 
 pub(super) struct Exporter {
-    resource: EncodedResource,
     send: Transport,
     runtime: tokio::runtime::Handle,
     timeout: Duration,
@@ -128,7 +123,6 @@ impl Exporter {
             }
         };
         let exporter = Exporter {
-            resource: EncodedResource::default(),
             send,
             runtime,
             timeout,
@@ -137,50 +131,25 @@ impl Exporter {
     }
 }
 
-impl SpanExporter for Exporter {
-    async fn export(&self, spans: Vec<SpanData>) -> OTelSdkResult {
-        // One batch per instrumentation scope, in the order they first appear (there is one).
-        let mut batches: Vec<SpanBatch> = Vec::new();
-        for span in &spans {
-            match batches
-                .iter_mut()
-                .find(|b| *b.scope() == span.instrumentation_scope)
-            {
-                Some(batch) => batch.push(span),
-                None => {
-                    let mut batch = SpanBatch::new(span.instrumentation_scope.clone());
-                    batch.push(span);
-                    batches.push(batch);
-                }
-            }
-        }
-        drop(spans);
-        let body = request(&self.resource, &batches);
-        drop(batches);
-        // The batch processor polls this on its own thread, outside the runtime; the sending
-        // itself needs the runtime's reactor.
+impl Exporter {
+    /// Sends one encoded `ExportTraceServiceRequest`, waiting for the answer. Called from the
+    /// span processor's own thread, which has no reactor: the sending runs on the runtime.
+    pub(super) fn send(&self, body: Vec<u8>) -> Result<(), String> {
         let send = self.send.clone();
         let timeout = self.timeout;
-        let sent = self.runtime.spawn(async move {
-            match tokio::time::timeout(timeout, send.send(body)).await {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let result = match tokio::time::timeout(timeout, send.send(body)).await {
                 Ok(result) => result,
                 Err(_) => Err(format!(
                     "the collector did not answer within {} ms",
                     timeout.as_millis()
                 )),
-            }
+            };
+            let _ = tx.send(result);
         });
-        match sent.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(OTelSdkError::InternalFailure(why)),
-            Err(e) => Err(OTelSdkError::InternalFailure(format!(
-                "the export task ended: {e}"
-            ))),
-        }
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.resource = EncodedResource::from(resource);
+        rx.recv()
+            .unwrap_or_else(|_| Err("the export task ended (the runtime stopped)".to_owned()))
     }
 }
 
