@@ -437,3 +437,117 @@ async fn the_environment_names_the_collector_and_its_headers() {
         assert_eq!(sent["x-from-config"], "k-123", "{protocol}: {sent:?}");
     }
 }
+
+/// An OTLP/HTTP receiver telling the spans of each export apart; the first `hang` exports are
+/// answered only after 60 s (a collector that stalls).
+async fn batch_receiver(hang: usize) -> (SocketAddr, mpsc::UnboundedReceiver<Vec<Span>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: Bytes| {
+            let tx = tx.clone();
+            let nth = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                let request =
+                    ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
+                let _ = tx.send(spans_of(request));
+                if nth < hang {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                let response = ExportTraceServiceResponse::default().encode_to_vec();
+                ([("content-type", "application/x-protobuf")], response)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, rx)
+}
+
+fn stop(server: &mut http_common::Server) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let _ = server.child.wait();
+}
+
+/// Spans leave in requests of `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` as soon as that many have
+/// ended (not at the schedule delay, an hour here), and what is left goes at shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_leave_in_batches_of_the_export_size_and_the_rest_at_shutdown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("upstream.jsonl");
+    let (addr, mut exports) = batch_receiver(0).await;
+    let path = config(
+        dir.path(),
+        &format!("http://{addr}"),
+        "http/protobuf",
+        &record,
+    );
+    let env = [
+        ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
+    ];
+    let mut server = http_common::start_with_env(&path, &[], &env);
+    let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    // Before any delay could pass: full batches of two.
+    let mut got = Vec::new();
+    while got.len() < 6 {
+        let batch = tokio::time::timeout(Duration::from_secs(20), exports.recv())
+            .await
+            .expect("a full batch without waiting for the schedule delay")
+            .expect("receiver open");
+        assert_eq!(batch.len(), 2, "{batch:#?}");
+        got.extend(batch);
+    }
+    stop(&mut server);
+    while let Ok(Some(batch)) = tokio::time::timeout(Duration::from_secs(5), exports.recv()).await {
+        assert!(batch.len() <= 2, "{batch:#?}");
+        got.extend(batch);
+    }
+    // The whole trace arrived: the request's span and both upstream calls among the rest.
+    assert_eq!(one(&got, "tools/call twice").trace_id, TRACE);
+    let upstream = got.iter().filter(|s| s.name == "tools/call add").count();
+    assert_eq!(upstream, 2, "{got:#?}");
+    assert!(got.iter().all(|s| s.trace_id == TRACE), "{got:#?}");
+}
+
+/// A collector that stalls does not make spans pile up: past `OTEL_BSP_MAX_QUEUE_SIZE` (the
+/// spans being sent included) new ones are dropped, and the server still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_collector_bounds_the_queue() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("upstream.jsonl");
+    let (addr, mut exports) = batch_receiver(usize::MAX).await;
+    let path = config(
+        dir.path(),
+        &format!("http://{addr}"),
+        "http/protobuf",
+        &record,
+    );
+    let env = [
+        ("OTEL_BSP_MAX_QUEUE_SIZE", "3"),
+        ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "1000"),
+    ];
+    let mut server = http_common::start_with_env(&path, &[], &env);
+    for _ in 0..3 {
+        let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
+    stop(&mut server);
+    let mut spans = 0;
+    while let Ok(Some(batch)) = tokio::time::timeout(Duration::from_secs(3), exports.recv()).await {
+        spans += batch.len();
+    }
+    // Three calls made about two dozen spans; at most a queue's worth was ever buffered, and
+    // each export carried at most that many.
+    assert!((1..=3 * 2).contains(&spans), "{spans} spans exported");
+}
