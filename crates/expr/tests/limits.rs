@@ -1,5 +1,7 @@
 //! Runaway expressions end with an error: never a stack overflow, never a hang.
 
+mod common;
+
 use std::time::Duration;
 
 use mcpflow_expr::{Context, Jsonata, Limits, MEMORY_CODE, Metered, NoHistory, Scope};
@@ -8,17 +10,6 @@ use serde_json::json;
 // The binary's arrangement: evaluations are charged to their memory budget by the allocator.
 #[global_allocator]
 static ALLOCATOR: Metered<std::alloc::System> = Metered::new(std::alloc::System);
-
-/// This process's peak resident set (`VmHWM`), in bytes.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM")
-        * 1024
-}
 
 fn eval(src: &str, limits: &Limits) -> Result<Option<serde_json::Value>, mcpflow_expr::ExprError> {
     let ctx = Context::new();
@@ -109,7 +100,7 @@ fn a_product_of_ranges_stops_at_the_memory_budget() {
     let err = eval("($n := 10000; $count([1..$n].[1..$n]))", &Limits::default()).unwrap_err();
     assert_eq!(err.code.as_deref(), Some(MEMORY_CODE), "{err}");
     assert!(err.message.contains("256 MiB"), "{err}");
-    let peak = peak_rss();
+    let peak = common::peak_rss();
     assert!(
         peak < 1024 * 1024 * 1024,
         "peak resident set {} MiB",

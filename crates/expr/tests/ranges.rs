@@ -2,6 +2,8 @@
 //! quick evaluation, one past the memory budget is refused unbuilt, and everything else gives
 //! what jlens gives for the expression as written, errors and their positions included.
 
+mod common;
+
 use std::time::Duration;
 
 use mcpflow_expr::{Context, ExprError, Jsonata, Limits, MEMORY_CODE, Metered, NoHistory, Scope};
@@ -9,18 +11,6 @@ use serde_json::{Map, Value as Json, json};
 
 #[global_allocator]
 static ALLOCATOR: Metered<std::alloc::System> = Metered::new(std::alloc::System);
-
-/// This process's peak resident set (`VmHWM`), in bytes. nextest runs each test in a process
-/// of its own, and no test here builds anything large on purpose.
-fn peak_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM")
-        * 1024
-}
 
 fn eval(src: &str, n: Json, limits: &Limits) -> Result<Option<Json>, ExprError> {
     let mut bindings = Map::new();
@@ -34,7 +24,7 @@ fn a_range_past_the_memory_budget_is_refused_before_it_is_built() {
         max_memory_bytes: 64 * 1024 * 1024,
         ..Limits::default()
     };
-    let before = peak_rss();
+    let before = common::peak_rss();
     for src in [
         "[1..$n]",
         "$count([1..$n])",
@@ -50,7 +40,7 @@ fn a_range_past_the_memory_budget_is_refused_before_it_is_built() {
         );
     }
     // Built, 10^7 items of 24 bytes would have taken 229 MiB before the budget saw them.
-    let grown = peak_rss().saturating_sub(before);
+    let grown = common::peak_rss().saturating_sub(before);
     assert!(
         grown < 32 * 1024 * 1024,
         "the peak grew by {} MiB",

@@ -108,17 +108,27 @@ async fn http_receiver_with_headers() -> (
                 for span in spans_of(request) {
                     let _ = tx.send(span);
                 }
-                let response = ExportTraceServiceResponse::default().encode_to_vec();
-                ([("content-type", "application/x-protobuf")], response)
+                exported()
             }
         }),
     );
+    let addr = serve_on_loopback(app).await;
+    (addr, rx, headers_rx)
+}
+
+/// What an OTLP/HTTP collector answers an export it took.
+fn exported() -> ([(&'static str, &'static str); 1], Vec<u8>) {
+    let response = ExportTraceServiceResponse::default().encode_to_vec();
+    ([("content-type", "application/x-protobuf")], response)
+}
+
+async fn serve_on_loopback(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, rx, headers_rx)
+    addr
 }
 
 struct Collector(
@@ -455,17 +465,24 @@ async fn batch_receiver(hang: usize) -> (SocketAddr, mpsc::UnboundedReceiver<Vec
                 if nth < hang {
                     tokio::time::sleep(Duration::from_secs(60)).await;
                 }
-                let response = ExportTraceServiceResponse::default().encode_to_vec();
-                ([("content-type", "application/x-protobuf")], response)
+                exported()
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve_on_loopback(app).await;
     (addr, rx)
+}
+
+/// A server exporting over OTLP/HTTP to a [`batch_receiver`], with `env`.
+async fn traced_over_http(
+    dir: &Path,
+    hang: usize,
+    env: &[(&str, &str)],
+) -> (http_common::Server, mpsc::UnboundedReceiver<Vec<Span>>) {
+    let (addr, exports) = batch_receiver(hang).await;
+    let record = dir.join("upstream.jsonl");
+    let path = config(dir, &format!("http://{addr}"), "http/protobuf", &record);
+    (http_common::start_with_env(&path, &[], env), exports)
 }
 
 fn stop(server: &mut http_common::Server) {
@@ -482,19 +499,15 @@ fn stop(server: &mut http_common::Server) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spans_leave_in_batches_of_the_export_size_and_the_rest_at_shutdown() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let record = dir.path().join("upstream.jsonl");
-    let (addr, mut exports) = batch_receiver(0).await;
-    let path = config(
+    let (mut server, mut exports) = traced_over_http(
         dir.path(),
-        &format!("http://{addr}"),
-        "http/protobuf",
-        &record,
-    );
-    let env = [
-        ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2"),
-        ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
-    ];
-    let mut server = http_common::start_with_env(&path, &[], &env);
+        0,
+        &[
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
+        ],
+    )
+    .await;
     let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
     assert!(answer.get("result").is_some(), "{answer}");
     // Before any delay could pass: full batches of two.
@@ -524,20 +537,16 @@ async fn spans_leave_in_batches_of_the_export_size_and_the_rest_at_shutdown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_collector_bounds_the_queue() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let record = dir.path().join("upstream.jsonl");
-    let (addr, mut exports) = batch_receiver(usize::MAX).await;
-    let path = config(
+    let (mut server, mut exports) = traced_over_http(
         dir.path(),
-        &format!("http://{addr}"),
-        "http/protobuf",
-        &record,
-    );
-    let env = [
-        ("OTEL_BSP_MAX_QUEUE_SIZE", "3"),
-        ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
-        ("OTEL_EXPORTER_OTLP_TIMEOUT", "1000"),
-    ];
-    let mut server = http_common::start_with_env(&path, &[], &env);
+        usize::MAX,
+        &[
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "3"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "3600000"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "1000"),
+        ],
+    )
+    .await;
     for _ in 0..3 {
         let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
         assert!(answer.get("result").is_some(), "{answer}");

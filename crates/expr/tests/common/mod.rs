@@ -1,5 +1,5 @@
-//! Shared by the integration tests: where the conformance corpora live, and JSON equality
-//! that treats `1` and `1.0` as the same number.
+//! Shared by the integration tests: where the conformance corpora live, JSON equality that
+//! treats `1` and `1.0` as the same number, and the process's peak memory.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -44,4 +44,15 @@ pub fn json_eq(a: &Json, b: &Json, approx: bool) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// This process's peak resident set (`VmHWM`), in bytes.
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM")
+        * 1024
 }
