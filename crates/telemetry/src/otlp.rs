@@ -52,11 +52,22 @@ pub struct SpanBatch {
 
 impl SpanBatch {
     pub fn new(scope: InstrumentationScope) -> Self {
+        SpanBatch::with_capacity(scope, 0)
+    }
+
+    /// A batch with room for `bytes` of encoded spans: growing one span at a time copied the
+    /// whole batch at each doubling.
+    pub fn with_capacity(scope: InstrumentationScope, bytes: usize) -> Self {
         SpanBatch {
             scope,
-            spans: Vec::new(),
+            spans: Vec::with_capacity(bytes),
             count: 0,
         }
+    }
+
+    /// Bytes of encoded spans held.
+    pub fn encoded_bytes(&self) -> usize {
+        self.spans.len()
     }
 
     /// The scope every span of this batch belongs to.

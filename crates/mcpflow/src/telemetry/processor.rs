@@ -71,7 +71,6 @@ struct Shared {
     dropped: AtomicU64,
 }
 
-#[derive(Default)]
 struct State {
     /// The batch being filled: one per instrumentation scope (mcpflow has one).
     filling: Vec<SpanBatch>,
@@ -84,12 +83,29 @@ struct State {
     flush_asked: u64,
     flushed: u64,
     stopping: bool,
+    /// Bytes per encoded span in the last full batch, to size the next one up front.
+    span_bytes: usize,
 }
 
 impl State {
+    fn new() -> State {
+        State {
+            filling: Vec::new(),
+            filling_spans: 0,
+            full: VecDeque::new(),
+            queued: 0,
+            flush_asked: 0,
+            flushed: 0,
+            stopping: false,
+            span_bytes: 256,
+        }
+    }
+
     fn seal(&mut self) {
         if self.filling_spans > 0 {
             let spans = std::mem::take(&mut self.filling_spans);
+            let bytes: usize = self.filling.iter().map(SpanBatch::encoded_bytes).sum();
+            self.span_bytes = (bytes / spans).max(1);
             self.full
                 .push_back((std::mem::take(&mut self.filling), spans));
         }
@@ -108,7 +124,7 @@ impl EncodingProcessor {
     pub(super) fn new(exporter: Exporter, settings: Settings) -> Result<Self, String> {
         let shared = Arc::new(Shared {
             settings,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State::new()),
             work: Condvar::new(),
             done: Condvar::new(),
             resource: Mutex::new(EncodedResource::default()),
@@ -227,7 +243,10 @@ impl SpanProcessor for EncodingProcessor {
         {
             Some(batch) => batch.push(&span),
             None => {
-                let mut batch = SpanBatch::new(span.instrumentation_scope.clone());
+                // Room for a full batch of spans of the last batch's size and a little more,
+                // within reason: a batch that ends at the schedule delay may hold one span.
+                let room = (shared.settings.max_batch * state.span_bytes * 9 / 8).min(4 << 20);
+                let mut batch = SpanBatch::with_capacity(span.instrumentation_scope.clone(), room);
                 batch.push(&span);
                 state.filling.push(batch);
             }
