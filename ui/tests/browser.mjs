@@ -473,6 +473,10 @@ try {
       const to = await page.locator('.react-flow__node[data-id="exit"] .react-flow__handle.target').boundingBox();
       if (!from || !to) throw new Error("no handles around the edge shape → exit");
       await page.mouse.click((from.x + to.x + from.width) / 2, (from.y + from.height + to.y) / 2);
+      // Selected by the click, then given the keyboard's focus as the node above was: the key
+      // went nowhere when the focus stayed elsewhere (seen on a loaded machine).
+      await page.locator('.react-flow__edge.selected[data-id$=":shape->exit"]').waitFor({ state: "attached" });
+      await edge("shape", "exit").focus();
       await page.keyboard.press("Delete");
       await edge("shape", "exit").waitFor({ state: "detached" });
       if ((await yaml.inputValue()).includes("next: exit")) throw new Error("the deleted edge is still in the YAML");
