@@ -110,19 +110,6 @@ fn protocol(config: Option<&TelemetryConfig>) -> Result<OtlpProtocol, String> {
     }
 }
 
-/// A config endpoint for OTLP/HTTP: the collector's base URL gets the traces path, as
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` does; a URL with a path is taken as it is.
-fn http_traces_url(endpoint: &str) -> String {
-    let rest = endpoint
-        .split_once("://")
-        .map_or(endpoint, |(_, rest)| rest);
-    match rest.find('/') {
-        None => format!("{endpoint}/v1/traces"),
-        Some(i) if rest[i..] == *"/" => format!("{}v1/traces", endpoint),
-        Some(_) => endpoint.to_owned(),
-    }
-}
-
 fn start_traces(
     config: Option<&TelemetryConfig>,
     server_name: &str,
@@ -145,10 +132,6 @@ fn start_traces(
             .map_err(|e| format!("telemetry.traces.headers.{name}: {e}"))?;
         headers.push((name.clone(), value));
     }
-    let endpoint = endpoint.map(|url| match protocol {
-        OtlpProtocol::HttpProtobuf => http_traces_url(&url),
-        OtlpProtocol::Grpc => url,
-    });
     let (exporter, shown) = export::Exporter::new(export::Destination {
         protocol,
         endpoint,
@@ -183,19 +166,4 @@ fn start_traces(
     };
     tracing::info!(endpoint = %shown, protocol, "exporting traces over OTLP");
     Ok(provider)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::http_traces_url;
-
-    #[test]
-    fn a_base_url_gets_the_traces_path() {
-        assert_eq!(http_traces_url("http://c:4318"), "http://c:4318/v1/traces");
-        assert_eq!(http_traces_url("http://c:4318/"), "http://c:4318/v1/traces");
-        assert_eq!(
-            http_traces_url("http://c/otlp/v1/traces"),
-            "http://c/otlp/v1/traces"
-        );
-    }
 }

@@ -292,8 +292,7 @@ fn string(out: &mut Vec<u8>, tag: u32, text: &str) {
 }
 
 fn one_string(out: &mut Vec<u8>, tag: u32, text: &str) {
-    frame(out, tag, text.len());
-    out.extend_from_slice(text.as_bytes());
+    bytes(out, tag, text.as_bytes());
 }
 
 fn bytes(out: &mut Vec<u8>, tag: u32, value: &[u8]) {

@@ -43,11 +43,7 @@ pub(super) fn guard(expr: &Expression) -> Option<(Expression, Vec<Replaced>)> {
     }
     let mut bounds: Vec<(&Node, &Node)> = Vec::new();
     expr.ast().root.walk(&mut |node| {
-        if let NodeKind::Binary {
-            op: BinaryOp::Range,
-            lhs,
-            rhs,
-        } = &node.kind
+        if let Some((lhs, rhs)) = range_bounds(node)
             && !small_literal(lhs, rhs)
         {
             bounds.push((lhs, rhs));
@@ -73,23 +69,13 @@ pub(super) fn guard(expr: &Expression) -> Option<(Expression, Vec<Replaced>)> {
     }
     // Source order. At one offset a bound that ends closes before one that starts opens, and
     // of nested bounds (found outer first) the outer opens first and closes last.
-    let mut order: Vec<usize> = (0..edits.len()).collect();
-    order.sort_by_key(|&i| {
-        let opens = edits[i].text != ")";
-        (
-            edits[i].start,
-            opens,
-            if opens { i as isize } else { -(i as isize) },
-        )
+    let mut numbered: Vec<(usize, Edit)> = edits.into_iter().enumerate().collect();
+    numbered.sort_by_key(|(i, edit)| {
+        let opens = edit.text != ")";
+        let i = *i as isize;
+        (edit.start, opens, if opens { i } else { -i })
     });
-    let edits: Vec<Edit> = order
-        .into_iter()
-        .map(|i| Edit {
-            start: edits[i].start,
-            end: edits[i].end,
-            text: std::mem::take(&mut edits[i].text),
-        })
-        .collect();
+    let edits: Vec<Edit> = numbered.into_iter().map(|(_, edit)| edit).collect();
     let (guarded, replaced) = plan::rewrite(src, &edits)?;
     // jlens' spans are those of its processed tree: make sure each bound was wrapped whole (a
     // call around part of a bound would change what it means): the argument of every guard,
@@ -100,12 +86,7 @@ pub(super) fn guard(expr: &Expression) -> Option<(Expression, Vec<Replaced>)> {
         .collect();
     let mut found = Vec::with_capacity(wanted.len());
     guarded.ast().root.walk(&mut |node| {
-        if let NodeKind::Binary {
-            op: BinaryOp::Range,
-            lhs,
-            rhs,
-        } = &node.kind
-        {
+        if let Some((lhs, rhs)) = range_bounds(node) {
             for (bound, function) in [(lhs, FROM), (rhs, TO)] {
                 if let Some(arg) = wrapped_argument(bound, function) {
                     found.push((
@@ -133,6 +114,18 @@ fn as_written(insertions: &[Edit], offset: usize) -> usize {
         shift += insertion.text.len();
     }
     offset - shift
+}
+
+/// The two bounds of `node`, when it is a range (`lhs..rhs`).
+fn range_bounds(node: &Node) -> Option<(&Node, &Node)> {
+    match &node.kind {
+        NodeKind::Binary {
+            op: BinaryOp::Range,
+            lhs,
+            rhs,
+        } => Some((lhs, rhs)),
+        _ => None,
+    }
 }
 
 /// The argument of `$function(arg)` when that is what `node` is.

@@ -26,7 +26,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Where and how spans go: the config's values, else the standard environment variables.
 pub(super) struct Destination {
     pub protocol: OtlpProtocol,
-    /// The config's endpoint (for OTLP/HTTP already with its traces path).
+    /// The config's endpoint, as written.
     pub endpoint: Option<String>,
     /// The config's headers, `${VAR}` already replaced; they win over the environment's.
     pub headers: Vec<(String, String)>,
@@ -71,6 +71,7 @@ impl Exporter {
             OtlpProtocol::HttpProtobuf => {
                 let url = to
                     .endpoint
+                    .map(|e| config_traces_url(&e))
                     .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
                     .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|e| traces_path(&e)))
                     .unwrap_or_else(|| HTTP_DEFAULT.to_owned());
@@ -197,6 +198,18 @@ fn traces_path(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
 }
 
+/// A config endpoint for OTLP/HTTP: the collector's base URL gets the traces path, as
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` does; a URL with a path is taken as it is.
+fn config_traces_url(endpoint: &str) -> String {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    match rest.find('/') {
+        Some(i) if rest[i..] != *"/" => endpoint.to_owned(),
+        _ => traces_path(endpoint),
+    }
+}
+
 fn timeout_from_env() -> Duration {
     [
         "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
@@ -289,11 +302,27 @@ impl Decoder for Raw {
 
 #[cfg(test)]
 mod tests {
-    use super::traces_path;
+    use super::{config_traces_url, traces_path};
 
     #[test]
     fn the_base_endpoint_gets_the_traces_path() {
         assert_eq!(traces_path("http://c:4318"), "http://c:4318/v1/traces");
         assert_eq!(traces_path("http://c:4318/"), "http://c:4318/v1/traces");
+    }
+
+    #[test]
+    fn a_configured_base_url_gets_the_traces_path() {
+        assert_eq!(
+            config_traces_url("http://c:4318"),
+            "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            config_traces_url("http://c:4318/"),
+            "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            config_traces_url("http://c/otlp/v1/traces"),
+            "http://c/otlp/v1/traces"
+        );
     }
 }

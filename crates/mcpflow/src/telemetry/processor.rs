@@ -74,9 +74,8 @@ struct Shared {
 struct State {
     /// The batch being filled: one per instrumentation scope (mcpflow has one).
     filling: Vec<SpanBatch>,
-    filling_spans: usize,
-    /// Full batches waiting for the export thread, with their span counts.
-    full: VecDeque<(Vec<SpanBatch>, usize)>,
+    /// Full batches waiting for the export thread.
+    full: VecDeque<Vec<SpanBatch>>,
     /// Spans buffered in all (filling, full and being sent): the queue's size.
     queued: usize,
     /// Flushes asked for and flushes done: a flush waits until `flushed` reaches its number.
@@ -91,7 +90,6 @@ impl State {
     fn new() -> State {
         State {
             filling: Vec::new(),
-            filling_spans: 0,
             full: VecDeque::new(),
             queued: 0,
             flush_asked: 0,
@@ -102,14 +100,16 @@ impl State {
     }
 
     fn seal(&mut self) {
-        if self.filling_spans > 0 {
-            let spans = std::mem::take(&mut self.filling_spans);
-            let bytes: usize = self.filling.iter().map(SpanBatch::encoded_bytes).sum();
-            self.span_bytes = (bytes / spans).max(1);
-            self.full
-                .push_back((std::mem::take(&mut self.filling), spans));
+        let bytes: usize = self.filling.iter().map(SpanBatch::encoded_bytes).sum();
+        if let Some(per_span) = bytes.checked_div(spans(&self.filling)) {
+            self.span_bytes = per_span.max(1);
+            self.full.push_back(std::mem::take(&mut self.filling));
         }
     }
+}
+
+fn spans(batches: &[SpanBatch]) -> usize {
+    batches.iter().map(SpanBatch::len).sum()
 }
 
 impl std::fmt::Debug for EncodingProcessor {
@@ -148,7 +148,8 @@ impl EncodingProcessor {
     fn flush(&self) {
         let shared = &self.shared;
         let mut state = shared.lock();
-        if state.stopping && state.full.is_empty() && state.filling_spans == 0 {
+        // Stopped: the last flush has sent everything, and no span is taken since.
+        if state.stopping {
             return;
         }
         state.seal();
@@ -190,10 +191,10 @@ impl Shared {
                 }
                 continue;
             }
-            let asked = state.flush_asked;
-            let Some((batches, spans)) = state.full.pop_front() else {
+            let Some(batches) = state.full.pop_front() else {
                 continue;
             };
+            let spans = spans(&batches);
             drop(state);
             let body = {
                 let resource = self.resource.lock().unwrap_or_else(|e| e.into_inner());
@@ -203,12 +204,9 @@ impl Shared {
             if let Err(why) = self.exporter.send(body) {
                 tracing::warn!("traces: {spans} span(s) not exported: {why}");
             }
+            // Flushes are marked done at the top of the loop, once nothing is left to send.
             state = self.lock();
             state.queued -= spans;
-            if state.full.is_empty() && state.flushed < asked {
-                state.flushed = asked;
-                self.done.notify_all();
-            }
         }
     }
 }
@@ -252,8 +250,7 @@ impl SpanProcessor for EncodingProcessor {
             }
         }
         state.queued += 1;
-        state.filling_spans += 1;
-        if state.filling_spans >= shared.settings.max_batch {
+        if spans(&state.filling) >= shared.settings.max_batch {
             state.seal();
             shared.work.notify_one();
         }
