@@ -345,11 +345,21 @@ try {
     const status = page.getByTestId("edit-status");
     const yaml = page.getByRole("textbox", { name: "YAML", exact: true });
     const edge = (from, to) => page.locator(`.react-flow__edge[data-id$=":${from}->${to}"]`);
+    // The graph is fitted to the view again, animated, after a change of shape: a handle's box
+    // is read once it has stopped moving (a fixed pause was too short on a loaded machine).
+    async function settledBox(locator) {
+      let last = await locator.boundingBox();
+      for (let i = 0; i < 50; i++) {
+        await page.waitForTimeout(100);
+        const now = await locator.boundingBox();
+        if (now && last && now.x === last.x && now.y === last.y) return now;
+        last = now;
+      }
+      return last;
+    }
     async function connectNodes(from, to) {
-      // The graph is fitted to the view again after a change of shape.
-      await page.waitForTimeout(200);
-      const a = await page.locator(`.react-flow__node[data-id="${from}"] .react-flow__handle.source`).boundingBox();
-      const b = await page.locator(`.react-flow__node[data-id="${to}"] .react-flow__handle.target`).boundingBox();
+      const a = await settledBox(page.locator(`.react-flow__node[data-id="${from}"] .react-flow__handle.source`));
+      const b = await settledBox(page.locator(`.react-flow__node[data-id="${to}"] .react-flow__handle.target`));
       if (!a || !b) throw new Error(`no handles to connect ${from} to ${to}`);
       await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
       await page.mouse.down();
@@ -467,10 +477,9 @@ try {
       await page.locator('.react-flow__node[data-id="switch1"]').focus();
       await page.keyboard.press("Delete");
       await node("switch1").waitFor({ state: "detached" });
-      await page.waitForTimeout(200);
       // A straight edge has no box to click: click half way between the handles it joins.
-      const from = await page.locator('.react-flow__node[data-id="shape"] .react-flow__handle.source').boundingBox();
-      const to = await page.locator('.react-flow__node[data-id="exit"] .react-flow__handle.target').boundingBox();
+      const from = await settledBox(page.locator('.react-flow__node[data-id="shape"] .react-flow__handle.source'));
+      const to = await settledBox(page.locator('.react-flow__node[data-id="exit"] .react-flow__handle.target'));
       if (!from || !to) throw new Error("no handles around the edge shape → exit");
       await page.mouse.click((from.x + to.x + from.width) / 2, (from.y + from.height + to.y) / 2);
       // Selected by the click, then given the keyboard's focus as the node above was: the key
