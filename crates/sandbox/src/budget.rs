@@ -60,6 +60,11 @@ impl Budget {
         *self.cancel.borrow_mut() = Some(cancel);
     }
 
+    /// Stops watching the caller: it has its answer, and its going away stops nothing more.
+    pub(crate) fn unwatch(&self) {
+        *self.cancel.borrow_mut() = None;
+    }
+
     /// Whether the call was stopped because its caller went away.
     pub(crate) fn cancelled(&self) -> bool {
         self.cancelled.get()

@@ -1,8 +1,10 @@
 //! Compiling a script: parse its source in one of the two accepted forms into module bytecode,
 //! then evaluate that bytecode once the way a call will, to check that it yields a function.
 
-use crate::isolate::{Compiled, Isolate, instantiate};
-use crate::source::{self, EXPRESSION_PREFIX, Position};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::isolate::{Compiled, Isolate, Shape, callable};
+use crate::source::{self, EXPRESSION_PREFIX, FACTORY_PREFIX, Position};
 use crate::{SandboxError, SandboxOptions};
 use rquickjs::{Module, WriteOptions};
 
@@ -25,7 +27,7 @@ pub(crate) fn compile(
     let env = checker.env(&compiled.name, compiled.prefix);
     checker
         .context
-        .with(|ctx| instantiate(&ctx, &compiled, &env).map(drop))?;
+        .with(|ctx| callable(&ctx, &compiled, &env, true).map(drop))?;
     Ok(compiled)
 }
 
@@ -35,20 +37,33 @@ fn parse(options: &SandboxOptions, name: &str, source: &str) -> Result<Compiled,
     let parser = Isolate::for_parsing(options)?;
     parser.budget.arm(options.cpu_time);
     let prefix = EXPRESSION_PREFIX.len();
-    let compiled = |bytecode, prefix| Compiled {
-        name: name.to_owned(),
-        bytecode,
-        prefix,
+    let compiled = |bytecode, prefix, shape| {
+        static IDS: AtomicU64 = AtomicU64::new(0);
+        Compiled {
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            name: name.to_owned(),
+            bytecode,
+            prefix,
+            shape,
+        }
     };
+    match to_bytecode(&parser, name, &source::wrap_factory(source)) {
+        Ok(factory) if to_bytecode(&parser, name, &source::wrap_element(source)).is_ok() => {
+            return Ok(compiled(factory, FACTORY_PREFIX.len(), Shape::Factory));
+        }
+        Err(ParseFailure::Other(e)) => return Err(e),
+        // Not one expression, or one that needs the module's top level (`await`): below.
+        Ok(_) | Err(ParseFailure::Syntax { .. }) => {}
+    }
     let expression_error = match to_bytecode(&parser, name, &source::wrap_expression(source)) {
-        Ok(bytecode) => return Ok(compiled(bytecode, prefix)),
+        Ok(bytecode) => return Ok(compiled(bytecode, prefix, Shape::Module)),
         Err(ParseFailure::Other(e)) => return Err(e),
         Err(ParseFailure::Syntax { at, message }) => (at, message),
     };
     // A failure other than a syntax error (an unresolvable `import`) means the module form
     // parsed: that is the form the author wrote.
     let module_error = match to_bytecode(&parser, name, source) {
-        Ok(bytecode) => return Ok(compiled(bytecode, 0)),
+        Ok(bytecode) => return Ok(compiled(bytecode, 0, Shape::Module)),
         Err(ParseFailure::Other(e)) => return Err(e),
         Err(ParseFailure::Syntax { at, message }) => (at, message),
     };

@@ -127,6 +127,21 @@ impl SandboxError {
         }
     }
 
+    /// Whether the context a call failed in may serve the next call: yes when the script ended
+    /// the ordinary way (it threw, returned something that is not JSON data, or a promise that
+    /// can no longer settle); no when QuickJS stopped it midway (time, memory, stack, the caller
+    /// leaving) or anything failed that is not the script's own doing.
+    pub(crate) fn leaves_context_sound(&self) -> bool {
+        matches!(
+            self,
+            SandboxError::NotAFunction { .. }
+                | SandboxError::Thrown { .. }
+                | SandboxError::Unsettled
+                | SandboxError::Output { .. }
+                | SandboxError::OutputTooLarge { .. }
+        )
+    }
+
     /// The `kind` label of `mcpflow_sandbox_failures_total`; none for a call its caller
     /// cancelled, which is not a failure.
     pub fn metric_kind(&self) -> Option<&'static str> {

@@ -91,24 +91,49 @@
 //! check, as a timeout would stop it, instead of using up its CPU budget.
 //!
 //! # Isolation
-//! Every call gets a fresh QuickJS runtime and context, prepared by the worker before the call
-//! arrives: globals, prototype changes, module state, queued jobs and garbage of one call are
-//! gone before the next, whoever made them. The price, measured on the 2-core VM this was built
-//! on (`benches/call.rs`): preparing a runtime with its context takes 65–125 µs of worker CPU and
-//! freeing it about 20 µs, both off the caller's path; the call itself (load bytecode, parse the
-//! input, run, convert the result) about 12 µs, against about 9 µs for a call into a reused
-//! context. End to end through the worker thread a trivial hook answers in about 0.12 ms here,
-//! most of it thread wake-ups; one worker sustains about 5,500 calls a second.
+//! Nothing one call does can be seen by the next, whoever made it happen (the script's author or
+//! the input steering it). A worker keeps one hardened QuickJS context for many calls (the
+//! hardened-JavaScript approach) instead of building a fresh one per call, and keeps that
+//! guarantee this way:
+//! - **Everything the calls share is frozen** before the first call: every object reachable from
+//!   the global object and from the intrinsics no property reaches (generator, iterator and
+//!   `%TypedArray%` prototypes, `%ThrowTypeError%`), through properties, accessors and
+//!   prototypes (`lockdown.rs`; `tests/calls.rs` walks the same graph from the prototype of every
+//!   kind of object a script can make and finds nothing unfrozen). The two accessors that write
+//!   the context's own state, `Error.prepareStackTrace` and `Error.stackTraceLimit`, are removed.
+//!   So `Array.prototype.push = …`, `globalThis.x = …`, `JSON.parse = …` throw a `TypeError`
+//!   (scripts are strict), in the call that tries as in any other. Assigning `constructor`,
+//!   `toString`, `name` or `message` (and `valueOf`, `toLocaleString`) to an object of one's
+//!   own still works, as ordinary code expects (`this.name = "HttpError"` in an `Error`
+//!   subclass).
+//! - **A script's own state is the call's own.** The expression form is kept as a factory that
+//!   evaluates the expression afresh for every call (closures, and properties set on the
+//!   function, are the call's), after checking at compile time that the source is exactly one
+//!   expression (it must also parse as `[source]`: text that closes the wrapper to declare
+//!   something beside it cannot); otherwise, and for the module form, the module is
+//!   instantiated afresh for every call. No import resolves, not even a script's own name
+//!   (QuickJS would hand it the first instance loaded under that name), and the `import.meta`
+//!   that every instance of a name resolves to is frozen.
+//! - **Nothing runs across the boundary.** What a call leaves queued (promise jobs) runs after
+//!   its answer and before the next call, inside what is left of its own CPU budget; if it does
+//!   not finish, the context is dropped. `Date` and `Math.random` are host functions reading
+//!   per-call state: the real clock and a sequence seeded afresh from the OS for every call, or
+//!   the caller's [`Determinism`] (so a call cannot learn or steer the next one's numbers).
+//! - **Doubt ends the context.** A call stopped midway (time, memory, stack, cancelled, a panic)
+//!   drops the context, and a fresh one is prepared after the reply; so does a context after
+//!   10,000 calls, 64 scripts, or once the heap it keeps between calls (module instances of the
+//!   module form, garbage) grows past 1/16 of the memory limit (at most 1 MiB), which is all a
+//!   call can find missing from its limit.
 //!
-//! In instructions (callgrind, a gateway `pre` hook): about 1.25 M per call, of which the
-//! context's intrinsics take about 0.79 M, the runtime 0.1 M, freeing both 0.27 M and the call
-//! itself 0.06 M. Keeping the runtime and giving each call only a fresh context would save
-//! about a tenth (`benches/call.rs`, `isolation/fresh_context_on_kept_runtime`) while sharing
-//! the runtime's job queue, `Symbol.for` registry, garbage and memory meter between calls;
-//! reusing a context would save nearly all of it but leaves whatever a script can reach and
-//! change (prototypes, `RegExp` statics, `Error.prepareStackTrace`, loaded modules) to the
-//! next call. Neither keeps the invariant above, so the cost stays: it is worker CPU, off the
-//! caller's latency when a core is free, and it bounds hook throughput on a small machine.
+//! What remains shared is invisible to scripts: interned strings and `Symbol.for` keys (a
+//! registered symbol is the same with or without an earlier call), hidden classes, and timing.
+//!
+//! The price, in instructions (callgrind, `bench/sandbox.sh`: a trivial hook with the
+//! gateway's request context, one worker, calls back to back): about 92 k per call, of which
+//! `JSON.parse` of the input about 32 k and converting the result about 43 k; the fresh runtime
+//! and context per call this replaced cost 1.29 M. Preparing a context (runtime, intrinsics,
+//! lockdown) costs about 9 M, once per 10,000 calls or after a call stopped midway, after the
+//! reply.
 //!
 //! The global object holds only the ECMAScript built-ins and a `console` whose lines are
 //! captured into [`CallOutcome::logs`]; there is no `process`, `require`, `fetch`, `std`, `os`,
@@ -141,6 +166,7 @@ mod console;
 mod error;
 mod isolate;
 mod json;
+mod lockdown;
 mod memory;
 mod options;
 mod pool;

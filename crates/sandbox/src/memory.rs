@@ -38,6 +38,18 @@ impl Meter {
         self.exact.then(|| self.refused.get())
     }
 
+    /// Heap bytes the runtime holds now.
+    pub(crate) fn used(&self) -> usize {
+        self.used.get()
+    }
+
+    /// Starts a call on a runtime that served others: what the host built for them is gone, and
+    /// a refusal then is not this call's.
+    pub(crate) fn begin_call(&self) {
+        self.host.set(0);
+        self.refused.set(false);
+    }
+
     fn admit(&self, more: usize) -> bool {
         let held = self.used.get().saturating_add(self.host.get());
         if held.saturating_add(more) > self.limit {

@@ -1,7 +1,8 @@
 //! Worker threads. A QuickJS runtime is not `Send`, so each worker owns its runtimes for their
 //! whole life and callers talk to it through a queue; a slow call holds up only its own
-//! worker. Each worker keeps one fresh isolate ready, so a call starts without paying for
-//! creating one.
+//! worker. Each worker keeps its isolate for the calls that follow as long as it stays sound
+//! (see [`Isolate::reusable`]) and otherwise prepares a fresh one after replying, so a call
+//! starts without paying for creating one.
 //!
 //! Two queues: the callers who wait for an answer share the foreground workers in arrival order
 //! (an unbounded queue: each of them is a request in flight, bounded where requests are
@@ -125,26 +126,39 @@ fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
             Some(isolate) => Ok(isolate),
             None => Isolate::for_calls(options),
         };
-        let (outcome, used) = match isolate {
-            Ok(isolate) => (run(&isolate, &job), Some(isolate)),
-            Err(e) => (CallOutcome::failed(e), None),
+        let mut isolate = match isolate {
+            Ok(isolate) => isolate,
+            Err(e) => {
+                let _ = job.reply.send(CallOutcome::failed(e));
+                continue;
+            }
         };
-        let _ = job.reply.send(outcome);
-        // Freeing the used isolate and preparing the next happen after the reply, off the
-        // caller's latency.
-        drop(used);
+        let outcome = run(&mut isolate, &job);
+        let sound = outcome.as_ref().is_ok_and(|o| {
+            o.result
+                .as_ref()
+                .map_or_else(|e| e.leaves_context_sound(), |_| true)
+        });
+        let _ = job.reply.send(outcome.unwrap_or_else(CallOutcome::failed));
+        // Deciding whether the isolate serves the next call (running what the call left
+        // queued) and, if not, freeing it and preparing the next happen after the reply, off
+        // the caller's latency.
+        if sound && isolate.reusable() {
+            ready = Some(isolate);
+        }
     }
     tracing::debug!("sandbox worker stopped");
 }
 
-fn run(isolate: &Isolate, job: &Job) -> CallOutcome {
-    catch_unwind(AssertUnwindSafe(|| isolate.call(job))).unwrap_or_else(|panic| {
+/// The call, with a panic turned into an error (and the isolate then never used again).
+fn run(isolate: &mut Isolate, job: &Job) -> Result<CallOutcome, SandboxError> {
+    catch_unwind(AssertUnwindSafe(|| isolate.call(job))).map_err(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
         tracing::error!(panic = %what, script = %job.script.name, "sandbox call panicked");
-        CallOutcome::failed(SandboxError::Internal(format!("the call panicked: {what}")))
+        SandboxError::Internal(format!("the call panicked: {what}"))
     })
 }

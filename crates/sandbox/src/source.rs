@@ -1,10 +1,36 @@
 //! The source convention: a script is either an expression that evaluates to a function, or an
-//! ES module whose default export is a function. Both are compiled as a module (strict mode);
-//! the expression form is wrapped as `export default (<source>\n);` on the source's own first
-//! line, so line numbers never shift and only columns on line 1 need correcting.
+//! ES module whose default export is a function. Both are compiled as a module (strict mode).
+//! The expression form is wrapped on the source's own first line, so line numbers never shift
+//! and only columns on line 1 need correcting: as a factory, `export default () => (<source>\n);`
+//! (a module that can be kept: each call evaluates the expression afresh), or, when that does not
+//! parse (a top-level `await`) or the source is not one expression, as
+//! `export default (<source>\n);` (a module instantiated per call).
 
-/// What precedes the author's source in the expression form.
+/// What precedes the author's source in the expression form instantiated per call.
 pub(crate) const EXPRESSION_PREFIX: &str = "export default (";
+
+/// What precedes the author's source in the expression form kept as a factory.
+pub(crate) const FACTORY_PREFIX: &str = "export default () => (";
+
+pub(crate) fn wrap_factory(source: &str) -> String {
+    wrap(FACTORY_PREFIX, expression_body(source), "\n);")
+}
+
+/// The source as an array's only element: it parses as `[…]` and as `(…)` only if it is one
+/// expression. Text that closes the factory's parenthesis to declare something beside it (module
+/// state every call would share) leaves a `)` that does not match the `[`: the two wrappers
+/// open the source in the same lexical context, so its tokens are the same in both.
+pub(crate) fn wrap_element(source: &str) -> String {
+    wrap("[", expression_body(source), "\n];")
+}
+
+fn wrap(prefix: &str, body: &str, suffix: &str) -> String {
+    let mut wrapped = String::with_capacity(prefix.len() + body.len() + suffix.len());
+    wrapped.push_str(prefix);
+    wrapped.push_str(body);
+    wrapped.push_str(suffix);
+    wrapped
+}
 
 /// The part of the source that the expression form wraps: trailing semicolons are dropped so
 /// that `x => x;` is accepted.
@@ -13,12 +39,7 @@ pub(crate) fn expression_body(source: &str) -> &str {
 }
 
 pub(crate) fn wrap_expression(source: &str) -> String {
-    let body = expression_body(source);
-    let mut wrapped = String::with_capacity(EXPRESSION_PREFIX.len() + body.len() + 3);
-    wrapped.push_str(EXPRESSION_PREFIX);
-    wrapped.push_str(body);
-    wrapped.push_str("\n);");
-    wrapped
+    wrap(EXPRESSION_PREFIX, expression_body(source), "\n);")
 }
 
 /// A position reported by QuickJS, 1-based.

@@ -349,23 +349,221 @@ async fn nothing_one_call_leaves_behind_is_seen_by_the_next() {
     let counter = compile(
         &sb,
         r#"let calls = 0;
+           const memo = [];
            export default function () {
                calls += 1;
-               globalThis.seen = (globalThis.seen ?? 0) + 1;
-               Array.prototype.extra = "leaked";
-               return [calls, seen, [].extra];
+               memo.push(calls);
+               const refused = [];
+               try { globalThis.seen = 1; } catch (e) { refused.push(e.name); }
+               try { Array.prototype.extra = "leaked"; } catch (e) { refused.push(e.name); }
+               return [calls, memo.length, refused, typeof seen, [].extra ?? null];
            }"#,
     );
     for _ in 0..3 {
         assert_eq!(
             counter.call(&json!(null)).await,
-            Ok(Some(json!([1, 1, "leaked"])))
+            Ok(Some(json!([
+                1,
+                1,
+                ["TypeError", "TypeError"],
+                "undefined",
+                null
+            ])))
         );
     }
     let other = compile(&sb, "() => [typeof seen, [].extra ?? null, typeof calls]");
     assert_eq!(
         other.call(&json!(null)).await,
         Ok(Some(json!(["undefined", null, "undefined"])))
+    );
+}
+
+#[tokio::test]
+async fn an_expression_is_evaluated_afresh_for_every_call() {
+    // A worker keeps an expression's module and evaluates the expression per call: closures an
+    // expression makes, and properties on the function it yields, are the call's own.
+    let sb = sandbox();
+    for source in [
+        "(() => { let n = 0; return () => ++n; })()",
+        "function f() { f.count = (f.count || 0) + 1; return f.count; }",
+        "(() => { const memo = []; return () => memo.push(1); })()",
+        // Text that closes the expression to declare state beside it is not one expression:
+        // it runs as a module instantiated per call, so the state is still the call's own.
+        "() => ++n); let n = 0; (0",
+        // An expression that awaits at the top level needs the module's top level.
+        "await Promise.resolve(() => { globalThis.n ??= 0; return 1; })",
+    ] {
+        let script = compile(&sb, source);
+        for _ in 0..3 {
+            let out = script.call(&json!(null)).await;
+            let expected = if source.starts_with("await") {
+                Err(())
+            } else {
+                Ok(Some(json!(1)))
+            };
+            match expected {
+                Ok(value) => assert_eq!(out, Ok(value), "{source}"),
+                // `globalThis` is frozen: the assignment is refused every time.
+                Err(()) => assert!(
+                    matches!(&out, Err(SandboxError::Thrown { message, .. }) if message.starts_with("TypeError")),
+                    "{source}: {out:?}"
+                ),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn ordinary_code_that_assigns_over_built_in_names_still_works() {
+    // Built-in prototypes are frozen; assigning a name they hold to an object of one's own is
+    // what ordinary code does, and must keep working.
+    let sb = sandbox();
+    let out = run(
+        &sb,
+        r#"function () {
+            class HttpError extends Error {
+                constructor(status) { super(`status ${status}`); this.name = "HttpError"; this.status = status; }
+            }
+            const e = new HttpError(403);
+            const o = {};
+            o.toString = () => "custom";
+            o.valueOf = () => 42;
+            o.constructor = "mine";
+            function Legacy() {}
+            Legacy.prototype.toString = function () { return "legacy"; };
+            const f = function () {};
+            f.toString = () => "f";
+            return [e.name, e.message, String(e), e instanceof Error, String(o), o + 0,
+                    o.constructor, String(new Legacy()), String(f), Object.keys(o)];
+        }"#,
+        json!(null),
+    )
+    .await;
+    assert_eq!(
+        out,
+        Ok(Some(json!([
+            "HttpError",
+            "status 403",
+            "HttpError: status 403",
+            true,
+            "custom",
+            42,
+            "mine",
+            "legacy",
+            "f",
+            ["toString", "valueOf", "constructor"]
+        ])))
+    );
+}
+
+#[tokio::test]
+async fn every_object_the_calls_share_is_frozen() {
+    // Walks from the global object and from the prototype of every kind of object a script
+    // can make, through properties, accessors and prototypes, and lists what is not frozen.
+    let sb = sandbox();
+    let out = run(
+        &sb,
+        r#"async function () {
+            const samples = {
+                generator: (function* () {})(),
+                asyncGenerator: (async function* () {})(),
+                asyncFunction: async function () {},
+                arrow: async () => {},
+                arrayIterator: [][Symbol.iterator](),
+                arrayEntries: [].entries(),
+                mapIterator: new Map().keys(),
+                setIterator: new Set().values(),
+                stringIterator: ""[Symbol.iterator](),
+                regexpIterator: "a".matchAll(/a/g),
+                iteratorHelper: [].values().filter(() => true),
+                iteratorWrap: Iterator.from({ next() { return { done: true }; } }),
+                iteratorConcat: Iterator.concat([]),
+                typedArray: new Int8Array(1),
+                promise: Promise.resolve(),
+                regexp: /a/,
+                date: new Date(0),
+                error: new AggregateError([]),
+                proxyRevocable: Proxy.revocable({}, {}),
+                arguments: (function () { return arguments; })(),
+                boundFunction: (() => {}).bind(null),
+                disposable: new DisposableStack(),
+                asyncDisposable: new AsyncDisposableStack(),
+                weak: [new WeakMap(), new WeakSet()],
+                buffers: [new ArrayBuffer(1), new SharedArrayBuffer(1), new DataView(new ArrayBuffer(1))],
+                bigint: Object(1n),
+                symbol: Object(Symbol("s")),
+                moduleMeta: import.meta,
+            };
+            const throwTypeError = Object.getOwnPropertyDescriptor(samples.arguments, "callee").get;
+            const roots = [["globalThis", globalThis], ["%ThrowTypeError%", throwTypeError]];
+            for (const [name, sample] of Object.entries(samples)) {
+                // A generator's own prototype is its function's, made by this call.
+                const own = name === "generator" || name === "asyncGenerator";
+                const prototype = Object.getPrototypeOf(sample);
+                roots.push([`prototype of ${name}`, own ? Object.getPrototypeOf(prototype) : prototype]);
+                roots.push([`constructor of ${name}`, sample.constructor]);
+            }
+            const notFrozen = [];
+            const seen = new Set();
+            const pending = roots;
+            while (pending.length > 0) {
+                const [path, value] = pending.pop();
+                if ((typeof value !== "object" && typeof value !== "function") || value === null) continue;
+                if (seen.has(value)) continue;
+                seen.add(value);
+                if (!Object.isFrozen(value) && value !== import.meta) notFrozen.push(path);
+                pending.push([`${path}.[[Prototype]]`, Object.getPrototypeOf(value)]);
+                for (const key of Reflect.ownKeys(value)) {
+                    const d = Object.getOwnPropertyDescriptor(value, key);
+                    const at = `${path}.${String(key)}`;
+                    pending.push([at, d.value], [`${at} (get)`, d.get], [`${at} (set)`, d.set]);
+                }
+            }
+            return [Object.isFrozen(import.meta), seen.size >= 700, notFrozen];
+        }"#,
+        json!(null),
+    )
+    .await;
+    assert_eq!(out, Ok(Some(json!([true, true, []]))));
+}
+
+#[tokio::test]
+async fn randomness_is_fresh_per_call_and_fixed_only_when_asked() {
+    let sb = sandbox();
+    // A call that draws many numbers cannot steer the next call's sequence: with a fixed seed
+    // the next call's numbers are the same whatever came before; without one they differ.
+    let draw = compile(&sb, "(n) => Array.from({ length: n }, () => Math.random())");
+    let fixed = mcpflow_sandbox::Determinism {
+        now_ms: 1_700_000_000_000.0,
+        seed: 7,
+    };
+    let first = draw.call_deterministic(&json!(3), fixed).await.result;
+    let _ = draw.call(&json!(1000)).await;
+    let again = draw.call_deterministic(&json!(3), fixed).await.result;
+    assert_eq!(first, again);
+    let a = draw.call(&json!(3)).await;
+    let b = draw.call(&json!(3)).await;
+    assert_ne!(a, b);
+    let clock = compile(
+        &sb,
+        "() => [Date.now(), new Date().getTime(), typeof Date()]",
+    );
+    let out = clock.call_deterministic(&json!(null), fixed).await.result;
+    assert_eq!(
+        out,
+        Ok(Some(json!([
+            1_700_000_000_000i64,
+            1_700_000_000_000i64,
+            "string"
+        ])))
+    );
+    let real = clock.call(&json!(null)).await;
+    let Ok(Some(serde_json::Value::Array(now))) = real else {
+        panic!("{real:?}")
+    };
+    assert!(
+        now[0].as_f64().is_some_and(|ms| ms > 1_700_000_000_000.0),
+        "{now:?}"
     );
 }
 
