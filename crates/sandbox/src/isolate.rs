@@ -194,9 +194,6 @@ impl Isolate {
         self.budget.watch(Arc::clone(&job.cancel));
         let script = &job.script;
         let seal = !self.sealed.contains(&script.name);
-        if seal {
-            self.sealed.insert(script.name.clone());
-        }
         let env = self.env(&script.name, script.prefix);
         let result = self.context.with(|ctx| {
             let function = match script.shape {
@@ -237,6 +234,9 @@ impl Isolate {
             .walk(returned)
             .map_err(|stop| env.explain_stop(&ctx, stop))
         });
+        if seal && result.is_ok() {
+            self.sealed.insert(script.name.clone());
+        }
         CallOutcome {
             result,
             logs: self.logs.borrow_mut().take(),
@@ -362,7 +362,12 @@ pub(crate) fn instantiate<'js>(
             freeze.call::<_, Value<'js>>((declared.meta()?,))?;
             Ok(())
         };
-        frozen().map_err(|e| env.explain_js_error(ctx, e))?;
+        // Whatever failed, this context must not serve another call with the first instance
+        // of the name unfrozen: an internal error ends it.
+        frozen().map_err(|e| {
+            let why = env.explain_js_error(ctx, e);
+            SandboxError::Internal(format!("freezing import.meta: {why}"))
+        })?;
     }
     let (module, evaluated) = declared.eval().map_err(|e| env.explain_js_error(ctx, e))?;
     settle(ctx, &evaluated, env)?;

@@ -215,13 +215,20 @@ async fn prototype_pollution_is_refused_and_nothing_reaches_the_next_call() {
             () => { Function.prototype.call = () => "hijacked"; },
             () => { delete globalThis.String; },
             () => { import.meta.leak = "from the first call"; },
+            // Built-ins with internal state of their own, driven through their methods.
+            () => { RegExp.prototype.compile("leak"); },
+            () => { Array.prototype.push.call(Array.prototype, "leak"); },
+            () => { Map.prototype.set.call(Map.prototype, "leak", 1); },
+            () => { Object.defineProperty(globalThis, "leak", { value: 1 }); },
         ];
+        // On a frozen target this defines nothing and throws nothing; the next call checks.
+        Error.captureStackTrace(Error);
         return attempts.map((attempt, i) => {
             try { attempt(); return `attempt ${i} was allowed`; } catch (e) { return e.name; }
         });
     }"#;
     let polluted = run(&sb, attempts, json!({})).await;
-    let refused: Vec<&str> = vec!["TypeError"; 22];
+    let refused: Vec<&str> = vec!["TypeError"; 26];
     assert_eq!(polluted, Ok(Some(json!(refused))));
     let clean = run(
         &sb,
@@ -231,7 +238,7 @@ async fn prototype_pollution_is_refused_and_nothing_reaches_the_next_call() {
             return [({}).polluted, ({}).isAdmin, JSON.parse("[2]")[0], a.length, typeof leak,
                     String({}), typeof Error.prepareStackTrace, Object.keys(import.meta).length,
                     [1, 2].values().map((x) => x * 2).toArray(), /b/.exec("abc").index,
-                    typeof String];
+                    typeof String, Object.hasOwn(Error, "stack")];
         }"#,
         json!({}),
     )
@@ -249,7 +256,8 @@ async fn prototype_pollution_is_refused_and_nothing_reaches_the_next_call() {
             0,
             [2, 4],
             1,
-            "function"
+            "function",
+            false
         ])))
     );
     assert_healthy(&sb).await;
