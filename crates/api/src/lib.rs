@@ -28,6 +28,9 @@
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
 //!
+//! `GET /api/whoami` tells a caller who it is and its scopes (`whoami.rs`), which the web UI
+//! reads to offer only what they allow.
+//!
 //! The graph editor's endpoints ([`edit`]: a tool as on disk, checks as you type, a save) are
 //! calls of `mcpflow-authoring`, over the config on disk the binary hands over
 //! ([`Api::with_publish`]).
@@ -51,6 +54,7 @@ mod runs;
 mod sessions;
 mod stream;
 mod ui;
+mod whoami;
 
 use std::sync::Arc;
 
@@ -182,6 +186,7 @@ impl Api {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/api/openapi.json", get(openapi))
+            .route("/api/whoami", get(whoami::whoami))
             .route("/api/tools", get(graph::list_tools))
             .route("/api/tools/{tool}/graph", get(graph::tool_graph))
             .route("/api/runs", get(runs::list).post(runs::start))
