@@ -188,6 +188,9 @@ async fn the_ui_is_public_its_api_is_not_and_whoami_tells_each_caller_its_scopes
     let mut operations = 0;
     for (path, ops) in doc["paths"].as_object().expect("paths") {
         for method in ops.as_object().expect("operations").keys() {
+            if !["get", "post", "put", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
             let Ok(method) = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()) else {
                 continue;
             };
@@ -244,9 +247,15 @@ async fn the_ui_is_public_its_api_is_not_and_whoami_tells_each_caller_its_scopes
         .sign(&claims(ISSUER, AUDIENCE, "alice", "runs:read debug"));
     let (status, body) = whoami(Some(token.clone())).await;
     assert_eq!(status, 200, "{body}");
-    assert!(!body.contains(&token), "the token is never answered: {body}");
+    assert!(
+        !body.contains(&token),
+        "the token is never answered: {body}"
+    );
     let me: Value = serde_json::from_str(&body).expect("JSON");
-    assert_eq!((&me["subject"], &me["via"]), (&json!("alice"), &json!("jwt")));
+    assert_eq!(
+        (&me["subject"], &me["via"]),
+        (&json!("alice"), &json!("jwt"))
+    );
     assert_eq!(me["scopes"], json!(["runs:read", "debug"]));
 }
 

@@ -65,14 +65,21 @@ fn serve_with(state: &Path, more: &str, env: &[(&str, &str)]) -> (Server, PathBu
     std::fs::create_dir_all(state.join("tools")).expect("tools dir");
     std::fs::write(state.join("tools/greeting.yaml"), GREETING).expect("greeting saved");
     let db = state.join("state.db");
-    let server = start_with_env(&copy, &["--state", db.to_str().expect("utf-8 temp path")], env);
+    let server = start_with_env(
+        &copy,
+        &["--state", db.to_str().expect("utf-8 temp path")],
+        env,
+    );
     (server, copy)
 }
 
 /// A key for the `env:` entries of `auth.keys`: random enough for a test's own server.
 fn test_key(name: &str) -> String {
     use std::hash::{BuildHasher, RandomState};
-    let (a, b) = (RandomState::new().hash_one(name), RandomState::new().hash_one(name));
+    let (a, b) = (
+        RandomState::new().hash_one(name),
+        RandomState::new().hash_one(name),
+    );
     format!("mcpf_{name}_{a:016x}{b:016x}")
 }
 
@@ -253,7 +260,10 @@ fn the_ui_under_auth_asks_for_a_key_and_offers_what_its_scopes_allow() {
     let (server, _) = serve_with(
         state.path(),
         auth,
-        &[("MCPFLOW_UI_READER", &reader), ("MCPFLOW_UI_FULL", &full)],
+        &[
+            ("MCPFLOW_UI_READER", reader.as_str()),
+            ("MCPFLOW_UI_FULL", full.as_str()),
+        ],
     );
     // Without a key the API refuses, the page does not.
     let (head, _) = curl(&[&format!("{}/api/tools", server.base())]);
@@ -266,7 +276,7 @@ fn the_ui_under_auth_asks_for_a_key_and_offers_what_its_scopes_allow() {
         &script,
         &server.base(),
         &shots,
-        &["--auth", &reader, &full],
+        &["--auth", reader.as_str(), full.as_str()],
     );
     for name in ["13-key-prompt", "14-read-only", "15-full-key-live"] {
         let png = shots.join(format!("{name}.png"));
