@@ -3,7 +3,7 @@
 // URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID), so any view can be linked and reloaded.
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ENDED } from "./api";
-import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary } from "./api";
+import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary, ToolTiming } from "./api";
 import { GraphView, fmtMs } from "./GraphView";
 import type { Overlay } from "./GraphView";
 import { ListBox } from "./ListBox";
@@ -355,8 +355,62 @@ function Empty(props: { children: React.ReactNode }) {
 // ---------------------------------------------------------------------------------------------
 // Tool view: the graph, a node's definition, and the form that runs it.
 
+/** How many of a tool's nodes are marked slowest (those that took any time at all). */
+const SLOWEST = 3;
+
+/** Where the tool's time goes over its recent ended runs (`GET /api/tools/{tool}/timing`). */
+function useTiming(tool: string) {
+  const [timing, setTiming] = useState<ToolTiming | null>(null);
+  useEffect(() => {
+    let live = true;
+    setTiming(null);
+    api
+      .timing(tool)
+      .then((t) => live && setTiming(t))
+      .catch(() => live && setTiming(null));
+    return () => {
+      live = false;
+    };
+  }, [tool]);
+  const slow = useMemo(() => {
+    const out: Record<string, { rank: number; meanMs: number }> = {};
+    (timing?.nodes ?? [])
+      .filter((n) => n.totalMs > 0)
+      .slice(0, SLOWEST)
+      .forEach((n, i) => (out[n.node] = { rank: i + 1, meanMs: n.meanMsPerRun }));
+    return out;
+  }, [timing]);
+  return { timing, slow };
+}
+
+function SlowestNodes(props: { timing: ToolTiming | null; slow: Record<string, { rank: number }> }) {
+  const t = props.timing;
+  if (!t || t.runs === 0) return null;
+  const total = t.nodes.reduce((sum, n) => sum + n.meanMsPerRun, 0);
+  return (
+    <section aria-label="Where the time goes">
+      <h4>
+        where the time goes · last {t.runs} run{t.runs === 1 ? "" : "s"}
+      </h4>
+      <table className="timing-table slow-table" data-testid="slow-table">
+        <tbody>
+          {t.nodes.slice(0, 8).map((n) => (
+            <tr key={n.node} className={props.slow[n.node] ? "slow" : undefined} data-node={n.node}>
+              <td>{n.node}</td>
+              <td>{fmtMs(n.meanMsPerRun)}/run</td>
+              <td>{total > 0 ? `${Math.round((100 * n.meanMsPerRun) / total)}%` : "–"}</td>
+              <td title="longest single execution">max {fmtMs(n.maxMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint: (tool: string, node: string, c: string | null | undefined) => void }) {
   const { graph, error } = useGraph(props.tool);
+  const { timing, slow } = useTiming(props.tool);
   const canEdit = useCan("authoring");
   const canDebug = useCan("debug");
   const [selected, setSelected] = useState<string | null>(null);
@@ -368,7 +422,7 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
     setSelected(null);
     setTab("run");
   }, [props.tool]);
-  const overlay: Overlay = useMemo(() => ({ runs: {}, breakpoints: props.breakpoints, selected, active: false }), [props.breakpoints, selected]);
+  const overlay: Overlay = useMemo(() => ({ runs: {}, breakpoints: props.breakpoints, selected, active: false, slow }), [props.breakpoints, selected, slow]);
   const select = (id: string | null) => {
     setSelected(id);
     if (id) setTab("node");
@@ -440,6 +494,7 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
                 }
               />
               {failure && <div className="error" role="alert">{failure}</div>}
+              <SlowestNodes timing={timing} slow={slow} />
             </>
           ) : node ? (
             <NodePanel node={node} breakpoints={props.breakpoints} setBreakpoint={(n, c) => props.setBreakpoint(props.tool, n, c)} />

@@ -39,6 +39,13 @@ export interface Graph {
   calls: { from: string; tool: string | null }[];
 }
 
+/** Where a tool's time goes over its recent ended runs, the slowest node first. */
+export interface ToolTiming {
+  tool: string;
+  runs: number;
+  nodes: { node: string; runs: number; executions: number; totalMs: number; meanMsPerRun: number; maxMs: number }[];
+}
+
 export type RunStatus =
   | "running"
   | "paused"
@@ -267,6 +274,7 @@ export const api = {
   whoami: () => call<Me>("GET", "/api/whoami"),
   tools: () => call<{ tools: ToolSummary[] }>("GET", "/api/tools").then((r) => r.tools),
   graph: (tool: string) => call<Graph>("GET", `/api/tools/${enc(tool)}/graph`),
+  timing: (tool: string) => call<ToolTiming>("GET", `/api/tools/${enc(tool)}/timing`),
   runs: (filter: { tool?: string; status?: string; limit?: number }) => {
     const q = new URLSearchParams();
     if (filter.tool) q.set("tool", filter.tool);

@@ -478,6 +478,23 @@ try {
     await shot("08-runs");
   });
 
+  await step("the slowest nodes of a tool over its recent runs are marked", async () => {
+    const timing = await api("GET", "/api/tools/sum_to_n/timing");
+    if (timing.runs < 3) throw new Error(`the earlier steps ended runs of sum_to_n: ${JSON.stringify(timing)}`);
+    const expected = timing.nodes.filter((n) => n.totalMs > 0).slice(0, 3).map((n) => n.node);
+    if (expected.length === 0) throw new Error(`no node took any time: ${JSON.stringify(timing)}`);
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await expectText(page.getByTestId("slow-table"), expected[0]);
+    await expectText(page.locator('[aria-label="Where the time goes"] h4'), `last ${timing.runs} runs`);
+    for (const [i, id] of expected.entries()) {
+      await page.locator(`.graph [data-node="${id}"][data-slow="${i + 1}"]`).waitFor();
+      await expectText(node(id), `slow #${i + 1}`);
+    }
+    const marked = await page.locator(".graph [data-slow]").count();
+    if (marked !== expected.length) throw new Error(`${marked} nodes marked slow, expected ${expected.join(", ")}`);
+    await shot("16-slowest");
+  });
+
   if (editDir) {
     const status = page.getByTestId("edit-status");
     const yaml = page.getByRole("textbox", { name: "YAML", exact: true });

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! What it offers: runs listed (live ones from the [`Registry`], ended ones from it and from
-//! the engine's store), one run with its history and per-node timing, the context at any
+//! the engine's store), one run with its history and per-node timing, a tool's time per node
+//! over its recent runs (where its time goes), the context at any
 //! history index, a live event stream of one run and of all runs, graph tools as drawable
 //! graphs, runs started with debug options, pause/resume/step/stop, breakpoints (conditional
 //! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled
@@ -53,6 +54,7 @@ pub mod rest;
 mod runs;
 mod sessions;
 mod stream;
+mod timing;
 mod ui;
 mod whoami;
 
@@ -189,6 +191,7 @@ impl Api {
             .route("/api/whoami", get(whoami::whoami))
             .route("/api/tools", get(graph::list_tools))
             .route("/api/tools/{tool}/graph", get(graph::tool_graph))
+            .route("/api/tools/{tool}/timing", get(timing::tool_timing))
             .route("/api/runs", get(runs::list).post(runs::start))
             .route("/api/runs/{id}", get(runs::show))
             .route("/api/runs/{id}/context", get(runs::context))

@@ -101,3 +101,103 @@ fn quick_runs_start_and_continued_sessions_read_as_ended() {
         "{add}"
     );
 }
+
+/// Where a tool's time goes (`GET /api/tools/{tool}/timing`), which the UI marks its slowest
+/// nodes from: only ended runs are read, the latest first, each node's executions counted
+/// exactly, the slowest first, the mean per run its total over the runs read.
+#[test]
+fn a_tools_time_per_node_over_its_recent_runs() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let server = serve(state.path());
+    let base = server.base();
+    let timing = |query: &str| {
+        call(
+            "GET",
+            &format!("{base}/api/tools/sum_to_n/timing{query}"),
+            None,
+        )
+    };
+
+    let (code, none) = timing("");
+    assert_eq!(code, 200, "{none}");
+    assert_eq!((&none["runs"], &none["nodes"]), (&json!(0), &json!([])));
+
+    let run = |n: u64, pause: bool| {
+        let (code, started) = call(
+            "POST",
+            &format!("{base}/api/runs"),
+            Some(json!({"tool": "sum_to_n", "args": {"n": n}, "debug": {"pause": pause}})),
+        );
+        assert_eq!(code, 201, "{started}");
+        started["id"].as_str().expect("run id").to_owned()
+    };
+    let ended = |id: &str| {
+        for _ in 0..500 {
+            let (_, r) = call("GET", &format!("{base}/api/runs/{id}"), None);
+            if r["status"] == "succeeded" {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("run {id} did not succeed");
+    };
+    // n = 3 then n = 2: `add` runs 3 + 2 times, `more` too, the others once a run.
+    for n in [3, 2] {
+        let id = run(n, false);
+        ended(&id);
+    }
+    // A run still going (paused before its first node) is not read.
+    let paused = run(5, true);
+
+    let (code, t) = timing("");
+    assert_eq!(code, 200, "{t}");
+    assert_eq!(t["tool"], "sum_to_n");
+    assert_eq!(t["runs"], 2, "{t}");
+    let nodes = t["nodes"].as_array().expect("nodes");
+    let of = |id: &str| {
+        nodes
+            .iter()
+            .find(|n| n["node"] == id)
+            .unwrap_or_else(|| panic!("node {id} in {t}"))
+    };
+    for (id, executions) in [
+        ("entry", 2),
+        ("add", 5),
+        ("more", 5),
+        ("done", 2),
+        ("exit", 2),
+    ] {
+        assert_eq!(of(id)["executions"], executions, "{id}: {t}");
+        assert_eq!(of(id)["runs"], 2, "{id}: {t}");
+    }
+    let ms = |n: &Value, k: &str| n[k].as_f64().expect("a number");
+    for pair in nodes.windows(2) {
+        assert!(
+            ms(&pair[0], "totalMs") >= ms(&pair[1], "totalMs"),
+            "slowest first: {t}"
+        );
+    }
+    for n in nodes {
+        assert!(
+            (ms(n, "meanMsPerRun") - ms(n, "totalMs") / 2.0).abs() < 1e-9,
+            "{n}"
+        );
+        assert!(ms(n, "maxMs") <= ms(n, "totalMs") + 1e-9, "{n}");
+    }
+
+    // `runs=1`: the latest ended run only (n = 2).
+    let (_, latest) = timing("?runs=1");
+    assert_eq!(latest["runs"], 1, "{latest}");
+    let add = latest["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["node"] == "add"))
+        .expect("add");
+    assert_eq!(add["executions"], 2, "{latest}");
+
+    let (code, bad) = timing("?runs=0");
+    assert_eq!(code, 400, "{bad}");
+    let (code, unknown) = call("GET", &format!("{base}/api/tools/nope/timing"), None);
+    assert_eq!(code, 404, "{unknown}");
+    let (code, _) = call("POST", &format!("{base}/api/runs/{paused}/stop"), None);
+    assert_eq!(code, 200);
+}

@@ -3,7 +3,8 @@
 //! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
 //! conditional breakpoint with two steps and the context at step 2, a dropped event stream
 //! caught up, an await session continued from its form, a past failed run with its failing
-//! node, keyboard navigation, no console error; then every example config drawn. The editor:
+//! node, keyboard navigation, the slowest nodes over the tool's recent runs marked, no console
+//! error; then every example config drawn. The editor:
 //! a saved tool opened, a transform added and connected, a broken expression marked on its node
 //! and fixed, saved (the file passes `mcpflow validate`, the tool is served with the change), a
 //! YAML edit that does not parse shown as an error with the graph kept, a save racing a change
@@ -233,6 +234,7 @@ fn the_ui_in_chromium_against_the_binary() {
         "10-yaml-error",
         "11-save-conflict",
         "12-new-tool",
+        "16-slowest",
     ] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();
