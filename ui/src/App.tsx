@@ -11,14 +11,15 @@ import { SchemaForm } from "./SchemaForm";
 import { nodeRuns, useRun } from "./useRun";
 import { toYaml } from "./yaml";
 import { WhoAmI, needs, useCan } from "./auth";
+
 import type { NodeRun } from "./useRun";
 
-type Route = { view: "tools" | "runs" | "sessions" | "edit" | "new"; id?: string };
+type Route = { view: "tools" | "runs" | "sessions" | "upstreams" | "edit" | "new"; id?: string };
 
 function parse(hash: string): Route {
   const [, view, ...rest] = hash.replace(/^#/, "").split("/");
   const id = rest.length ? decodeURIComponent(rest.join("/")) : undefined;
-  if (view === "runs" || view === "sessions" || view === "edit" || view === "new") return { view, id };
+  if (view === "runs" || view === "sessions" || view === "upstreams" || view === "edit" || view === "new") return { view, id };
   return { view: "tools", id };
 }
 export function go(view: Route["view"], id?: string) {
@@ -37,6 +38,8 @@ function useRoute(): Route {
 
 // The editor is loaded when first opened: a first load of the UI does not carry it.
 const EditorView = lazy(() => import("./Editor").then((m) => ({ default: m.EditorView })));
+// So is the upstreams view (its list and a tool's schemas).
+const UpstreamsPage = lazy(() => import("./Upstreams").then((m) => ({ default: m.UpstreamsPage })));
 
 const graphs = new Map<string, Promise<Graph>>();
 /** A saved tool is drawn anew. */
@@ -294,6 +297,14 @@ function NodePanel(props: {
           <>
             <span>calls</span>
             <a href={`#/tools/${encodeURIComponent(node.calls)}`}>{node.calls}</a>
+          </>
+        )}
+        {node.type === "mcp" && typeof node.definition?.server === "string" && typeof node.definition?.tool === "string" && (
+          <>
+            <span>upstream</span>
+            <a href={`#/upstreams/${encodeURIComponent(`${node.definition.server}/${node.definition.tool}`)}`} title="The upstream tool's description and schemas">
+              {node.definition.server} · {node.definition.tool}
+            </a>
           </>
         )}
         {props.run && (
@@ -938,7 +949,7 @@ export function App() {
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
       if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
-      const view = ({ "1": "tools", "2": "runs", "3": "sessions" } as Record<string, Route["view"]>)[e.key];
+      const view = ({ "1": "tools", "2": "runs", "3": "sessions", "4": "upstreams" } as Record<string, Route["view"]>)[e.key];
       if (view) {
         e.preventDefault();
         go(view);
@@ -961,6 +972,7 @@ export function App() {
     ["tools", "Tools", "1"],
     ["runs", "Runs", "2"],
     ...(canSessions ? [["sessions", `Sessions${sessions.sessions.length ? ` (${sessions.sessions.length})` : ""}`, "3"] as [Route["view"], string, string]] : []),
+    ["upstreams", "Upstreams", "4"],
   ];
   const title = route.view === "runs" ? "Runs" : route.view === "sessions" ? "Waiting sessions" : "Graph tools";
   const editing = route.view === "edit" || route.view === "new";
@@ -975,11 +987,11 @@ export function App() {
             </a>
           ))}
         </nav>
-        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
+        <span className="keys muted">1·2·3·4 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
         <WhoAmI />
       </header>
       <div className="body">
-        {!editing && <nav className="sidebar" aria-label={title}>
+        {!editing && route.view !== "upstreams" && <nav className="sidebar" aria-label={title}>
           <h2 className="side-title">
             {title}
             {route.view === "tools" && canEdit && (
@@ -1009,6 +1021,11 @@ export function App() {
             </Suspense>
           )}
           {canRead && route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
+          {canRead && route.view === "upstreams" && (
+            <Suspense fallback={<Empty>loading the upstreams view…</Empty>}>
+              <UpstreamsPage current={route.id} focusSignal={focusList} open={(id) => go("upstreams", id)} />
+            </Suspense>
+          )}
           {route.view === "sessions" && !canSessions && <Empty>Waiting sessions: this view {needs("sessions")}.</Empty>}
           {canSessions && route.view === "sessions" &&
             (route.id ? (

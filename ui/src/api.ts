@@ -39,6 +39,23 @@ export interface Graph {
   calls: { from: string; tool: string | null }[];
 }
 
+/** An upstream MCP server and its tools, as `mcp` nodes call them. */
+export interface UpstreamTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Schema;
+  outputSchema?: Schema;
+  annotations?: { [key: string]: Json };
+}
+export interface Upstream {
+  name: string;
+  status: "connected" | "unavailable";
+  error?: string;
+  server?: { name?: string | null; version?: string | null; protocolVersion?: string };
+  tools: UpstreamTool[];
+}
+
 /** Where a tool's time goes over its recent ended runs, the slowest node first. */
 export interface ToolTiming {
   tool: string;
@@ -274,6 +291,7 @@ export const api = {
   whoami: () => call<Me>("GET", "/api/whoami"),
   tools: () => call<{ tools: ToolSummary[] }>("GET", "/api/tools").then((r) => r.tools),
   graph: (tool: string) => call<Graph>("GET", `/api/tools/${enc(tool)}/graph`),
+  upstreams: () => call<{ upstreams: Upstream[] }>("GET", "/api/upstreams").then((r) => r.upstreams),
   timing: (tool: string) => call<ToolTiming>("GET", `/api/tools/${enc(tool)}/timing`),
   runs: (filter: { tool?: string; status?: string; limit?: number }) => {
     const q = new URLSearchParams();

@@ -495,6 +495,25 @@ try {
     await shot("16-slowest");
   });
 
+  await step("the upstreams' tools with their schemas, from the keyboard", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await node("add").waitFor();
+    await page.keyboard.press("4");
+    await page.waitForURL(/#\/upstreams$/);
+    const row = page.locator('[aria-label="Upstream tools"] [data-key="fixture/echo_text"]');
+    await row.waitFor();
+    await page.locator('[aria-label="Upstream tools"] [role="option"]:focus').waitFor();
+    await row.click();
+    await page.waitForURL(/#\/upstreams\/fixture%2Fecho_text$/);
+    const view = page.locator('[aria-label="Upstream tool echo_text"]');
+    await expectText(view, "as one plain text block");
+    const arg = view.locator('[data-arg="text"]');
+    await expectText(arg, "string");
+    await arg.locator(".req").waitFor();
+    await expectText(view.locator('[aria-label="input schema"]'), '"required"');
+    await shot("17-upstreams");
+  });
+
   if (editDir) {
     const status = page.getByTestId("edit-status");
     const yaml = page.getByRole("textbox", { name: "YAML", exact: true });

@@ -9,11 +9,11 @@
 //!
 //! What it offers: runs listed (live ones from the [`Registry`], ended ones from it and from
 //! the engine's store), one run with its history and per-node timing, a tool's time per node
-//! over its recent runs (where its time goes), the context at any
-//! history index, a live event stream of one run and of all runs, graph tools as drawable
-//! graphs, runs started with debug options, pause/resume/step/stop, breakpoints (conditional
-//! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled
-//! (only by the principal that started them, or an admin: the request's
+//! over its recent runs (where its time goes), the context at any history index, a live event
+//! stream of one run and of all runs, graph tools as drawable graphs, the upstreams and their
+//! tools with their schemas, runs started with debug options, pause/resume/step/stop,
+//! breakpoints (conditional ones too) set and cleared while a run goes, and waiting sessions
+//! continued or cancelled (only by the principal that started them, or an admin: the request's
 //! [`Caller`](mcpflow_engine::Caller), which `server` puts in its extensions).
 //!
 //! **What it costs when nobody listens.** The engine's [`Observe`](mcpflow_engine::Observe)
@@ -56,6 +56,7 @@ mod sessions;
 mod stream;
 mod timing;
 mod ui;
+mod upstreams;
 mod whoami;
 
 use std::sync::Arc;
@@ -192,6 +193,7 @@ impl Api {
             .route("/api/tools", get(graph::list_tools))
             .route("/api/tools/{tool}/graph", get(graph::tool_graph))
             .route("/api/tools/{tool}/timing", get(timing::tool_timing))
+            .route("/api/upstreams", get(upstreams::list))
             .route("/api/runs", get(runs::list).post(runs::start))
             .route("/api/runs/{id}", get(runs::show))
             .route("/api/runs/{id}/context", get(runs::context))

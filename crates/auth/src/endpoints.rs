@@ -81,6 +81,8 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/api/tools/{tool}/graph", RUNS_READ),
     // A tool's time per node over its recent runs: read from the runs.
     any("/api/tools/{tool}/timing", RUNS_READ),
+    // The upstreams and their tools' schemas: what the graphs' `mcp` nodes call.
+    only("GET", "/api/upstreams", RUNS_READ),
     // The web UI's editor: reading a tool is reading what its graph shows; checking and saving
     // are what the authoring tools do, under their scope.
     any("/api/tools/{tool}/source", RUNS_READ),
@@ -197,6 +199,7 @@ mod tests {
         assert_eq!(access("POST", "/api/authoring/save"), Some(AUTHORING));
         assert_eq!(access("GET", "/api/tools/t/source"), Some(RUNS_READ));
         assert_eq!(access("GET", "/api/tools/t/timing"), Some(RUNS_READ));
+        assert_eq!(access("GET", "/api/upstreams"), Some(RUNS_READ));
         assert_eq!(access("GET", "/rest/v1/tools"), Some(TOOLS_LIST));
         assert_eq!(access("GET", "/rest/v1/tools/echo"), Some(TOOLS_LIST));
         assert_eq!(

@@ -1,7 +1,8 @@
 //! What the web UI relies on from the run API, against the real binary: a run that starts and
 //! ends at once is started (not refused as "did not start"), a continued session's run reads
-//! as it ended (not `waiting` from memory), and a graph carries what the UI draws and runs
-//! with (the tool's `inputSchema`, each node's definition).
+//! as it ended (not `waiting` from memory), a graph carries what the UI draws and runs
+//! with (the tool's `inputSchema`, each node's definition), a tool's time per node over its
+//! recent runs, and the upstreams' tools with their schemas.
 mod http_common;
 
 use std::path::Path;
@@ -200,4 +201,76 @@ fn a_tools_time_per_node_over_its_recent_runs() {
     assert_eq!(code, 404, "{unknown}");
     let (code, _) = call("POST", &format!("{base}/api/runs/{paused}/stop"), None);
     assert_eq!(code, 200);
+}
+
+/// The upstreams and their tools with their schemas (`GET /api/upstreams`), which the UI's
+/// upstreams view draws: a real upstream (the fixture) with its tools as it lists them, and one
+/// that cannot start, listed with why rather than failing the answer.
+#[test]
+fn upstreams_and_their_tools_with_their_schemas() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let fixture = serde_json::Value::from(
+        http_common::fixture()
+            .to_str()
+            .expect("utf-8 path")
+            .to_owned(),
+    );
+    let config = http_common::write_config(
+        state.path(),
+        &format!(
+            r#"version: "1.0"
+server: {{ name: upstreams, version: "1.0.0" }}
+mcpServers:
+  fixture: {{ command: {fixture} }}
+  gone: {{ command: /nonexistent/mcp-server, connectTimeoutMs: 2000 }}
+tools:
+  - name: hello
+    description: says hello
+    inputSchema: {{ type: object }}
+    nodes:
+      - {{ id: entry, type: entry, next: exit }}
+      - {{ id: exit, type: exit }}
+"#
+        ),
+    );
+    let server = start(&config, &[]);
+    let (code, answer) = call("GET", &format!("{}/api/upstreams", server.base()), None);
+    assert_eq!(code, 200, "{answer}");
+    let upstreams = answer["upstreams"].as_array().expect("upstreams");
+    let names: Vec<&str> = upstreams
+        .iter()
+        .filter_map(|u| u["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["fixture", "gone"],
+        "in the config's order: {answer}"
+    );
+    let fixture = &upstreams[0];
+    assert_eq!(fixture["status"], "connected", "{fixture}");
+    assert!(
+        fixture["server"]["protocolVersion"].is_string(),
+        "{fixture}"
+    );
+    let echo_text = fixture["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "echo_text"))
+        .expect("the fixture's echo_text");
+    assert_eq!(
+        echo_text["inputSchema"]["required"],
+        json!(["text"]),
+        "{echo_text}"
+    );
+    assert_eq!(
+        echo_text["inputSchema"]["properties"]["text"]["type"], "string",
+        "{echo_text}"
+    );
+    assert!(echo_text["description"].is_string(), "{echo_text}");
+    let gone = &upstreams[1];
+    assert_eq!(gone["status"], "unavailable", "{gone}");
+    assert_eq!(gone["tools"], json!([]), "{gone}");
+    assert!(
+        gone["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{gone}"
+    );
 }

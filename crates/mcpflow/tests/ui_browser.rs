@@ -3,8 +3,8 @@
 //! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
 //! conditional breakpoint with two steps and the context at step 2, a dropped event stream
 //! caught up, an await session continued from its form, a past failed run with its failing
-//! node, keyboard navigation, the slowest nodes over the tool's recent runs marked, no console
-//! error; then every example config drawn. The editor:
+//! node, keyboard navigation, the slowest nodes over the tool's recent runs marked, an
+//! upstream's tool with its schemas, no console error; then every example config drawn. The editor:
 //! a saved tool opened, a transform added and connected, a broken expression marked on its node
 //! and fixed, saved (the file passes `mcpflow validate`, the tool is served with the change), a
 //! YAML edit that does not parse shown as an error with the graph kept, a save racing a change
@@ -48,8 +48,9 @@ tools:
 ";
 
 /// `tests/ui_browser.yaml` copied into `state` (same name, so positions read the same) with
-/// its tools savable there (`tools/*.yaml`, `greeting` already saved), served with its runs
-/// and sessions in `state`; answers the server and the copy's path.
+/// its tools savable there (`tools/*.yaml`, `greeting` already saved) and the fixture as an
+/// upstream (`fixture`), served with its runs and sessions in `state`; answers the server and
+/// the copy's path.
 fn serve(state: &Path) -> (Server, PathBuf) {
     serve_with(state, "", &[])
 }
@@ -60,7 +61,10 @@ fn serve_with(state: &Path, more: &str, env: &[(&str, &str)]) -> (Server, PathBu
     let copy = state.join("ui_browser.yaml");
     std::fs::write(
         &copy,
-        format!("{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\n{more}"),
+        format!(
+            "{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\nmcpServers:\n  fixture: {{command: {}}}\n{more}",
+            serde_json::Value::from(http_common::fixture().to_str().expect("utf-8 path"))
+        ),
     )
     .expect("config copied");
     std::fs::create_dir_all(state.join("tools")).expect("tools dir");
@@ -235,6 +239,7 @@ fn the_ui_in_chromium_against_the_binary() {
         "11-save-conflict",
         "12-new-tool",
         "16-slowest",
+        "17-upstreams",
     ] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();
