@@ -474,7 +474,7 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
                 Edit
               </a>
             ) : (
-              <span className="button push off" role="link" aria-disabled="true" title={`Editing ${needs("authoring")}`}>
+              <span className="button push off" aria-disabled="true" title={`Editing ${needs("authoring")}`}>
                 Edit
               </span>
             )}

@@ -137,7 +137,7 @@ if (authKeys) {
     // Every request the page makes: none may carry a key in its URL, and its event streams
     // must carry the key in their header.
     const requests = [];
-    page.on("request", (r) => requests.push({ url: r.url(), authorization: r.headers()["authorization"] ?? null }));
+    page.on("request", (r) => requests.push({ url: r.url(), headers: r.allHeaders() }));
     const keyForm = page.locator('form[aria-label="API key"]');
     const useKey = async (key) => {
       await keyForm.locator('[name="key"]').fill(key);
@@ -229,7 +229,8 @@ if (authKeys) {
       const streams = requests.filter((r) => /\/api\/runs\/[^/]+\/events/.test(r.url));
       if (streams.length === 0) throw new Error("no event stream was opened");
       for (const r of streams) {
-        if (r.authorization !== `Bearer ${authKeys.full}`) throw new Error(`an event stream without the key: ${r.url}`);
+        const authorization = (await r.headers).authorization;
+        if (authorization !== `Bearer ${authKeys.full}`) throw new Error(`an event stream without the key: ${r.url}`);
       }
       for (const key of [authKeys.reader, authKeys.full]) {
         const leaked = requests.find((r) => r.url.includes(key) || r.url.includes(encodeURIComponent(key)));
