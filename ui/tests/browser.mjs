@@ -137,7 +137,7 @@ if (authKeys) {
     // Every request the page makes: none may carry a key in its URL, and its event streams
     // must carry the key in their header.
     const requests = [];
-    page.on("request", (r) => requests.push({ url: r.url(), headers: r.allHeaders() }));
+    page.on("request", (r) => requests.push({ url: r.url(), headers: r.allHeaders().catch(() => ({})) }));
     const keyForm = page.locator('form[aria-label="API key"]');
     const useKey = async (key) => {
       await keyForm.locator('[name="key"]').fill(key);
