@@ -141,7 +141,7 @@ function UpstreamToolView(props: { upstreams: Upstream[] | null; id: string }) {
           {tool.title && <p>{tool.title}</p>}
           <p className="muted">{tool.description}</p>
           {upstream.server && (
-            <p className="muted small">
+            <p className="muted fine">
               {upstream.server.name ?? upstream.name} {upstream.server.version ?? ""} · MCP {upstream.server.protocolVersion}
             </p>
           )}

@@ -125,7 +125,7 @@ function KeyPrompt(props: { why?: string; onKey: (key: string) => void }) {
         <button type="submit" className="primary" disabled={!key.trim()}>
           Use this key
         </button>
-        <p className="muted small">
+        <p className="muted fine">
           Mint one with <code>mcpflow keys new --name NAME --scope runs:read --scope debug</code> (add{" "}
           <code>authoring</code> to edit, <code>sessions</code> for waiting sessions).
         </p>
