@@ -3,21 +3,23 @@
 // URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID), so any view can be linked and reloaded.
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ENDED } from "./api";
-import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary } from "./api";
+import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary, ToolTiming } from "./api";
 import { GraphView, fmtMs } from "./GraphView";
 import type { Overlay } from "./GraphView";
 import { ListBox } from "./ListBox";
 import { SchemaForm } from "./SchemaForm";
 import { nodeRuns, useRun } from "./useRun";
 import { toYaml } from "./yaml";
+import { WhoAmI, needs, useCan } from "./auth";
+
 import type { NodeRun } from "./useRun";
 
-type Route = { view: "tools" | "runs" | "sessions" | "edit" | "new"; id?: string };
+type Route = { view: "tools" | "runs" | "sessions" | "upstreams" | "edit" | "new"; id?: string };
 
 function parse(hash: string): Route {
   const [, view, ...rest] = hash.replace(/^#/, "").split("/");
   const id = rest.length ? decodeURIComponent(rest.join("/")) : undefined;
-  if (view === "runs" || view === "sessions" || view === "edit" || view === "new") return { view, id };
+  if (view === "runs" || view === "sessions" || view === "upstreams" || view === "edit" || view === "new") return { view, id };
   return { view: "tools", id };
 }
 export function go(view: Route["view"], id?: string) {
@@ -36,6 +38,8 @@ function useRoute(): Route {
 
 // The editor is loaded when first opened: a first load of the UI does not carry it.
 const EditorView = lazy(() => import("./Editor").then((m) => ({ default: m.EditorView })));
+// So is the upstreams view (its list and a tool's schemas).
+const UpstreamsPage = lazy(() => import("./Upstreams").then((m) => ({ default: m.UpstreamsPage })));
 
 const graphs = new Map<string, Promise<Graph>>();
 /** A saved tool is drawn anew. */
@@ -190,7 +194,7 @@ function RunList(props: { tools: ToolSummary[]; current?: string; focusSignal: n
   );
 }
 
-function useSessions(current?: string) {
+function useSessions(current: string | undefined, allowed: boolean) {
   const [sessions, setSessions] = useState<Session[]>([]);
   const [loaded, setLoaded] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -207,10 +211,11 @@ function useSessions(current?: string) {
     [],
   );
   useEffect(() => {
+    if (!allowed) return;
     void load();
     const t = window.setInterval(() => document.visibilityState === "visible" && void load(), 3000);
     return () => window.clearInterval(t);
-  }, [load, current]);
+  }, [load, current, allowed]);
   return { sessions, loaded, error, load };
 }
 
@@ -270,6 +275,7 @@ function NodePanel(props: {
   records?: RunRecord[];
 }) {
   const { node } = props;
+  const canDebug = useCan("debug");
   const has = node.id in props.breakpoints;
   const [condition, setCondition] = useState(props.breakpoints[node.id] ?? "");
   useEffect(() => setCondition(props.breakpoints[node.id] ?? ""), [node.id, props.breakpoints]);
@@ -293,6 +299,14 @@ function NodePanel(props: {
             <a href={`#/tools/${encodeURIComponent(node.calls)}`}>{node.calls}</a>
           </>
         )}
+        {node.type === "mcp" && typeof node.definition?.server === "string" && typeof node.definition?.tool === "string" && (
+          <>
+            <span>upstream</span>
+            <a href={`#/upstreams/${encodeURIComponent(`${node.definition.server}/${node.definition.tool}`)}`} title="The upstream tool's description and schemas">
+              {node.definition.server} · {node.definition.tool}
+            </a>
+          </>
+        )}
         {props.run && (
           <>
             <span>this run</span>
@@ -312,10 +326,12 @@ function NodePanel(props: {
       >
         <label>
           breakpoint condition (JSONata, optional)
-          <input value={condition} onChange={(e) => setCondition(e.target.value)} placeholder="e.g. $.add.i >= 3" name="condition" spellCheck={false} />
+          <input value={condition} onChange={(e) => setCondition(e.target.value)} placeholder="e.g. $.add.i >= 3" name="condition" spellCheck={false} disabled={!canDebug} />
         </label>
         <div className="row">
-          <button type="submit">{has ? "Update breakpoint" : "Set breakpoint"}</button>
+          <button type="submit" disabled={!canDebug} title={canDebug ? undefined : `Breakpoints ${needs("debug")}`}>
+            {has ? "Update breakpoint" : "Set breakpoint"}
+          </button>
           {has && (
             <button type="button" onClick={() => props.setBreakpoint(node.id, undefined)}>
               Clear breakpoint
@@ -350,8 +366,64 @@ function Empty(props: { children: React.ReactNode }) {
 // ---------------------------------------------------------------------------------------------
 // Tool view: the graph, a node's definition, and the form that runs it.
 
+/** How many of a tool's nodes are marked slowest (those that took any time at all). */
+const SLOWEST = 3;
+
+/** Where the tool's time goes over its recent ended runs (`GET /api/tools/{tool}/timing`). */
+function useTiming(tool: string) {
+  const [timing, setTiming] = useState<ToolTiming | null>(null);
+  useEffect(() => {
+    let live = true;
+    setTiming(null);
+    api
+      .timing(tool)
+      .then((t) => live && setTiming(t))
+      .catch(() => live && setTiming(null));
+    return () => {
+      live = false;
+    };
+  }, [tool]);
+  const slow = useMemo(() => {
+    const out: Record<string, { rank: number; meanMs: number }> = {};
+    (timing?.nodes ?? [])
+      .filter((n) => n.totalMs > 0)
+      .slice(0, SLOWEST)
+      .forEach((n, i) => (out[n.node] = { rank: i + 1, meanMs: n.meanMsPerRun }));
+    return out;
+  }, [timing]);
+  return { timing, slow };
+}
+
+function SlowestNodes(props: { timing: ToolTiming | null; slow: Record<string, { rank: number }> }) {
+  const t = props.timing;
+  if (!t || t.runs === 0) return null;
+  const total = t.nodes.reduce((sum, n) => sum + n.meanMsPerRun, 0);
+  return (
+    <section aria-label="Where the time goes">
+      <h4>
+        where the time goes · last {t.runs} run{t.runs === 1 ? "" : "s"}
+      </h4>
+      <table className="timing-table slow-table" data-testid="slow-table">
+        <tbody>
+          {t.nodes.slice(0, 8).map((n) => (
+            <tr key={n.node} className={props.slow[n.node] ? "slow" : undefined} data-node={n.node}>
+              <td>{n.node}</td>
+              <td>{fmtMs(n.meanMsPerRun)}/run</td>
+              <td>{total > 0 ? `${Math.round((100 * n.meanMsPerRun) / total)}%` : "–"}</td>
+              <td title="longest single execution">max {fmtMs(n.maxMs)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint: (tool: string, node: string, c: string | null | undefined) => void }) {
   const { graph, error } = useGraph(props.tool);
+  const { timing, slow } = useTiming(props.tool);
+  const canEdit = useCan("authoring");
+  const canDebug = useCan("debug");
   const [selected, setSelected] = useState<string | null>(null);
   const [tab, setTab] = useState<"run" | "node">("run");
   const [pause, setPause] = useState(false);
@@ -361,19 +433,19 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
     setSelected(null);
     setTab("run");
   }, [props.tool]);
-  const overlay: Overlay = useMemo(() => ({ runs: {}, breakpoints: props.breakpoints, selected, active: false }), [props.breakpoints, selected]);
+  const overlay: Overlay = useMemo(() => ({ runs: {}, breakpoints: props.breakpoints, selected, active: false, slow }), [props.breakpoints, selected, slow]);
   const select = (id: string | null) => {
     setSelected(id);
     if (id) setTab("node");
   };
-  useSelectionKeys(selected, select, (node) => props.setBreakpoint(props.tool, node, node in props.breakpoints ? undefined : null));
+  useSelectionKeys(selected, select, (node) => canDebug && props.setBreakpoint(props.tool, node, node in props.breakpoints ? undefined : null));
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
-      if (e.key === "e" && !typing(e) && !e.ctrlKey && !e.metaKey && !e.altKey) go("edit", props.tool);
+      if (canEdit && e.key === "e" && !typing(e) && !e.ctrlKey && !e.metaKey && !e.altKey) go("edit", props.tool);
     };
     window.addEventListener("keydown", on);
     return () => window.removeEventListener("keydown", on);
-  }, [props.tool]);
+  }, [props.tool, canEdit]);
   if (error) return <Empty>{error}</Empty>;
   if (!graph) return <Empty>loading {props.tool}…</Empty>;
   const node = graph.nodes.find((n) => n.id === selected);
@@ -397,9 +469,15 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
         <div className="panel-head">
           <h2>
             {graph.tool}
-            <a className="button push" href={`#/edit/${encodeURIComponent(graph.tool)}`} title="Edit this tool (e)">
-              Edit
-            </a>
+            {canEdit ? (
+              <a className="button push" href={`#/edit/${encodeURIComponent(graph.tool)}`} title="Edit this tool (e)">
+                Edit
+              </a>
+            ) : (
+              <span className="button push off" aria-disabled="true" title={`Editing ${needs("authoring")}`}>
+                Edit
+              </span>
+            )}
           </h2>
           <p className="muted">{graph.description}</p>
         </div>
@@ -414,6 +492,7 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
                 submit={pause ? "Debug (start paused)" : "Run"}
                 busy={busy}
                 onSubmit={start}
+                disabled={canDebug ? undefined : `running a tool from here ${needs("debug")} (every run started here can be debugged)`}
                 extra={
                   <div className="debug-options">
                     <label className="check">
@@ -426,6 +505,7 @@ function ToolView(props: { tool: string; breakpoints: Breakpoints; setBreakpoint
                 }
               />
               {failure && <div className="error" role="alert">{failure}</div>}
+              <SlowestNodes timing={timing} slow={slow} />
             </>
           ) : node ? (
             <NodePanel node={node} breakpoints={props.breakpoints} setBreakpoint={(n, c) => props.setBreakpoint(props.tool, n, c)} />
@@ -456,6 +536,7 @@ function useSelectionKeys(selected: string | null, select: (id: string | null) =
 
 function RunView(props: { id: string }) {
   const { view, refresh, setDebug } = useRun(props.id);
+  const canDebug = useCan("debug");
   const tool = view.detail?.tool;
   const { graph, error: graphError } = useGraph(tool);
   const [selected, setSelected] = useState<string | null>(null);
@@ -476,6 +557,7 @@ function RunView(props: { id: string }) {
     [view.debug],
   );
   const live = view.status === "running" || view.status === "paused";
+  const debuggable = live && canDebug;
   const ended = view.status !== null && (ENDED.includes(view.status) || view.status === "waiting");
   const overlay: Overlay = useMemo(() => ({ runs, breakpoints, selected, active: true, ended }), [runs, breakpoints, selected, ended]);
 
@@ -517,7 +599,7 @@ function RunView(props: { id: string }) {
   // Debugger keys, as in browsers' devtools: F8 resume, F10 step, F6 pause, Shift+F8 stop.
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
-      if (!live) return;
+      if (!debuggable) return;
       const key = e.shiftKey && e.key === "F8" ? "stop" : ({ F8: "resume", F10: "step", F6: "pause" } as Record<string, "resume" | "step" | "pause">)[e.key];
       if (key) {
         e.preventDefault();
@@ -526,12 +608,12 @@ function RunView(props: { id: string }) {
     };
     window.addEventListener("keydown", on);
     return () => window.removeEventListener("keydown", on);
-  }, [live, act]);
+  }, [debuggable, act]);
   const select = (id: string | null) => {
     setSelected(id);
     if (id) setTab("node");
   };
-  useSelectionKeys(selected, select, (node) => live && void setBreakpoint(node, node in breakpoints ? undefined : null));
+  useSelectionKeys(selected, select, (node) => debuggable && void setBreakpoint(node, node in breakpoints ? undefined : null));
 
   if (view.error && !view.detail) return <Empty>{view.error}</Empty>;
   if (!view.detail) return <Empty>loading run {props.id}…</Empty>;
@@ -554,7 +636,8 @@ function RunView(props: { id: string }) {
             {duration !== undefined && ` · ${fmtMs(duration)}`}
             {view.streaming ? " · live" : ""}
           </p>
-          {live && (
+          {live && !canDebug && <p className="muted">live · pause, step and stop {needs("debug")}</p>}
+          {debuggable && (
             <div className="debugbar" role="toolbar" aria-label="Debugger">
               <button onClick={() => void act("pause")} disabled={view.status === "paused"} title="Pause (F6)">
                 Pause
@@ -730,6 +813,7 @@ function Timeline(props: {
 }
 
 function WaitingForm(props: { sessionId: string; node: string; message?: Json; schema?: Json; onDone: (runId: string) => void }) {
+  const canContinue = useCan("sessions");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [answer, setAnswer] = useState<Json | null>(null);
@@ -757,6 +841,7 @@ function WaitingForm(props: { sessionId: string; node: string; message?: Json; s
         submit="Continue"
         busy={busy}
         onSubmit={submit}
+        disabled={canContinue ? undefined : `continuing a session ${needs("sessions")}`}
       />}
       {error && <div className="error" role="alert">{error}</div>}
       {answer !== null && (
@@ -836,7 +921,10 @@ export function App() {
   const [toolsError, setToolsError] = useState<string | null>(null);
   const [bps, setBps] = useState<Record<string, Breakpoints>>({});
   const [focusList, setFocusList] = useState(0);
-  const sessions = useSessions(route.view === "sessions" ? route.id : undefined);
+  const canRead = useCan("runs:read");
+  const canSessions = useCan("sessions");
+  const canEdit = useCan("authoring");
+  const sessions = useSessions(route.view === "sessions" ? route.id : undefined, canSessions);
 
   const loadTools = useCallback(
     (first: boolean) =>
@@ -851,8 +939,8 @@ export function App() {
     [],
   );
   useEffect(() => {
-    void loadTools(true);
-  }, [loadTools]);
+    if (canRead) void loadTools(true);
+  }, [loadTools, canRead]);
   const saved = (tool: string) => {
     forget(tool);
     void loadTools(false);
@@ -861,7 +949,7 @@ export function App() {
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
       if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
-      const view = ({ "1": "tools", "2": "runs", "3": "sessions" } as Record<string, Route["view"]>)[e.key];
+      const view = ({ "1": "tools", "2": "runs", "3": "sessions", "4": "upstreams" } as Record<string, Route["view"]>)[e.key];
       if (view) {
         e.preventDefault();
         go(view);
@@ -883,7 +971,8 @@ export function App() {
   const views: [Route["view"], string, string][] = [
     ["tools", "Tools", "1"],
     ["runs", "Runs", "2"],
-    ["sessions", `Sessions${sessions.sessions.length ? ` (${sessions.sessions.length})` : ""}`, "3"],
+    ...(canSessions ? [["sessions", `Sessions${sessions.sessions.length ? ` (${sessions.sessions.length})` : ""}`, "3"] as [Route["view"], string, string]] : []),
+    ["upstreams", "Upstreams", "4"],
   ];
   const title = route.view === "runs" ? "Runs" : route.view === "sessions" ? "Waiting sessions" : "Graph tools";
   const editing = route.view === "edit" || route.view === "new";
@@ -898,13 +987,14 @@ export function App() {
             </a>
           ))}
         </nav>
-        <span className="keys muted">1·2·3 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
+        <span className="keys muted">1·2·3·4 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
+        <WhoAmI />
       </header>
       <div className="body">
-        {!editing && <nav className="sidebar" aria-label={title}>
+        {!editing && route.view !== "upstreams" && <nav className="sidebar" aria-label={title}>
           <h2 className="side-title">
             {title}
-            {route.view === "tools" && (
+            {route.view === "tools" && canEdit && (
               <a className="button small push" href="#/new" title="A new graph tool from a template">
                 New tool
               </a>
@@ -916,20 +1006,28 @@ export function App() {
           {route.view === "sessions" && <SessionList sessions={sessions.sessions} current={route.id} error={sessions.error} focusSignal={focusList} />}
         </nav>}
         <main className="main">
-          {route.view === "tools" &&
+          {!canRead && <Empty>Every view here reads runs and graphs, which {needs("runs:read")}.</Empty>}
+          {canRead && route.view === "tools" &&
             (route.id ? (
               <ToolView key={route.id} tool={route.id} breakpoints={bps[route.id] ?? {}} setBreakpoint={setBreakpoint} />
             ) : (
               <Empty>Pick a graph tool.</Empty>
             ))}
-          {editing && (
+          {editing && !canEdit && <Empty>Editing {needs("authoring")}.</Empty>}
+          {canRead && editing && canEdit && (
             <Suspense fallback={<Empty>loading the editor…</Empty>}>
               {route.view === "edit" && (route.id ? <EditorView key={`edit/${route.id}`} tool={route.id} onSaved={saved} /> : <Empty>Pick a tool to edit.</Empty>)}
               {route.view === "new" && <EditorView key={`new/${route.id ?? ""}`} template={route.id} onSaved={saved} />}
             </Suspense>
           )}
-          {route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
-          {route.view === "sessions" &&
+          {canRead && route.view === "runs" && (route.id ? <RunView key={route.id} id={route.id} /> : <Empty>Pick a run, or run a tool from its page.</Empty>)}
+          {canRead && route.view === "upstreams" && (
+            <Suspense fallback={<Empty>loading the upstreams view…</Empty>}>
+              <UpstreamsPage current={route.id} focusSignal={focusList} open={(id) => go("upstreams", id)} />
+            </Suspense>
+          )}
+          {route.view === "sessions" && !canSessions && <Empty>Waiting sessions: this view {needs("sessions")}.</Empty>}
+          {canSessions && route.view === "sessions" &&
             (route.id ? (
               <SessionView key={route.id} id={route.id} loaded={sessions.loaded} session={sessions.sessions.find((s) => s.id === route.id)} reload={() => void sessions.load()} />
             ) : (

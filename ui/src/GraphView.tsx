@@ -16,6 +16,8 @@ export interface Overlay {
   /** A run is shown: a node without a state is pending (the run goes on) or skipped (it ended). */
   active: boolean;
   ended?: boolean;
+  /** The tool's slowest nodes over its recent runs: rank (1 = slowest) and mean time per run. */
+  slow?: Record<string, { rank: number; meanMs: number }>;
 }
 
 interface Drawn extends FlowNodeData {
@@ -26,6 +28,7 @@ interface Drawn extends FlowNodeData {
   /** In the editor: handles to connect, and what the server found wrong with the node. */
   editable?: boolean;
   problem?: string;
+  slow?: { rank: number; meanMs: number };
 }
 
 /** What the editor adds to a drawn graph. */
@@ -47,7 +50,7 @@ function fmtMs(ms: number): string {
 export { fmtMs };
 
 const FlowNode = memo(function FlowNode(props: NodeProps) {
-  const { node, run, breakpoint: bp, condition: cond, idle, editable, problem } = props.data as Drawn;
+  const { node, run, breakpoint: bp, condition: cond, idle, editable, problem, slow } = props.data as Drawn;
   const state = run?.state ?? idle;
   return (
     <div
@@ -55,6 +58,7 @@ const FlowNode = memo(function FlowNode(props: NodeProps) {
       data-node={node.id}
       data-state={state ?? ""}
       data-problem={problem ?? undefined}
+      data-slow={slow?.rank}
       title={problem ?? run?.lastError ?? node.label}
     >
       <Handle type="target" position={Position.Top} isConnectable={!!editable} />
@@ -66,6 +70,11 @@ const FlowNode = memo(function FlowNode(props: NodeProps) {
         <span className="fnode-id">{node.id}</span>
       </div>
       {(node.label || node.type === "call") && <div className="fnode-label">{node.type === "call" ? `→ ${node.calls ?? node.label}` : node.label}</div>}
+      {slow && (
+        <div className="fnode-slow" title={`slowest #${slow.rank} over the recent runs: ${fmtMs(slow.meanMs)} per run on average`}>
+          slow #{slow.rank} · {fmtMs(slow.meanMs)}/run
+        </div>
+      )}
       {run && (
         <div className="fnode-run">
           <span className="state-chip">{state}</span>
@@ -161,6 +170,7 @@ function Inner(props: Props) {
                 idle: props.overlay.active ? (props.overlay.ended ? "skipped" : "pending") : undefined,
                 editable: !!edit,
                 problem: edit?.problems[n.id],
+                slow: props.overlay.slow?.[n.id],
               } satisfies Drawn,
             }
           : n,

@@ -25,6 +25,8 @@ export function SchemaForm(props: {
   busy?: boolean;
   extra?: ReactNode;
   name: string;
+  /** Why this form cannot be sent (a scope the caller lacks); its button is disabled. */
+  disabled?: string;
 }) {
   const uid = useId();
   const schema = props.schema ?? {};
@@ -84,6 +86,7 @@ export function SchemaForm(props: {
 
   const submit = (ev: FormEvent) => {
     ev.preventDefault();
+    if (props.disabled !== undefined) return;
     const { value, problems } = build();
     setProblems(problems);
     if (problems.length === 0 && value !== undefined) void props.onSubmit(value);
@@ -145,9 +148,14 @@ export function SchemaForm(props: {
           ))}
         </ul>
       )}
-      <button type="submit" className="primary" disabled={props.busy}>
+      <button type="submit" className="primary" disabled={props.busy || props.disabled !== undefined} title={props.disabled}>
         {props.submit}
       </button>
+      {props.disabled && (
+        <p className="muted" data-testid="form-disabled">
+          {props.submit}: {props.disabled}
+        </p>
+      )}
     </form>
   );
 }

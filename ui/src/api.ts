@@ -39,6 +39,30 @@ export interface Graph {
   calls: { from: string; tool: string | null }[];
 }
 
+/** An upstream MCP server and its tools, as `mcp` nodes call them. */
+export interface UpstreamTool {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Schema;
+  outputSchema?: Schema;
+  annotations?: { [key: string]: Json };
+}
+export interface Upstream {
+  name: string;
+  status: "connected" | "unavailable";
+  error?: string;
+  server?: { name?: string | null; version?: string | null; protocolVersion?: string };
+  tools: UpstreamTool[];
+}
+
+/** Where a tool's time goes over its recent ended runs, the slowest node first. */
+export interface ToolTiming {
+  tool: string;
+  runs: number;
+  nodes: { node: string; runs: number; executions: number; totalMs: number; meanMsPerRun: number; maxMs: number }[];
+}
+
 export type RunStatus =
   | "running"
   | "paused"
@@ -185,11 +209,50 @@ export class ApiError extends Error {
   }
 }
 
+// Under `auth:` the API asks for a credential: the key a person typed in, kept for this tab only
+// (sessionStorage: gone when the tab closes, never in a URL) and sent as `Authorization: Bearer`.
+const KEY = "mcpflow.apiKey";
+
+export function apiKey(): string | null {
+  try {
+    return window.sessionStorage.getItem(KEY);
+  } catch {
+    return null;
+  }
+}
+
+export function setApiKey(key: string | null): void {
+  try {
+    if (key) window.sessionStorage.setItem(KEY, key);
+    else window.sessionStorage.removeItem(KEY);
+  } catch {
+    // Storage refused (a privacy mode): the key lasts as long as the page.
+  }
+  memoryKey = key;
+}
+let memoryKey: string | null = null;
+
+/** The headers every request of the API carries: the key, when there is one. */
+export function authHeaders(): Record<string, string> {
+  const key = apiKey() ?? memoryKey;
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+// Who is told when the API answers 401 (the key was refused, or is needed): the app asks again.
+let unauthorized: (why: string) => void = () => {};
+export function onUnauthorized(f: (why: string) => void): void {
+  unauthorized = f;
+}
+export function notifyUnauthorized(why: string): void {
+  unauthorized(why);
+}
+
 async function call<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-  const init: RequestInit = { method, headers: {}, signal };
+  const headers: Record<string, string> = authHeaders();
+  const init: RequestInit = { method, headers, signal };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
-    init.headers = { "content-type": "application/json" };
+    headers["content-type"] = "application/json";
   }
   const response = await fetch(path, init);
   const text = await response.text();
@@ -201,16 +264,35 @@ async function call<T>(method: string, path: string, body?: unknown, signal?: Ab
   }
   if (!response.ok) {
     const err = (parsed as { error?: { message?: string; code?: string; problems?: Problem[] } } | null)?.error;
-    throw new ApiError(response.status, err?.message ?? `${response.status} ${text}`, err?.code, err?.problems);
+    const error = new ApiError(response.status, err?.message ?? `${response.status} ${text}`, err?.code, err?.problems);
+    if (response.status === 401 && path !== "/api/whoami") notifyUnauthorized(error.message);
+    throw error;
   }
   return parsed as T;
+}
+
+/** Who the caller is (`GET /api/whoami`): what the UI offers follows its scopes. */
+export interface Me {
+  subject: string;
+  via: "open" | "anonymous" | "apiKey" | "jwt";
+  key: string | null;
+  scopes: string[];
+  accessControl: boolean;
+}
+
+/** Whether `me` may use `scope` (directly, or through `admin`). */
+export function allows(me: Me, scope: string): boolean {
+  return me.scopes.includes(scope) || me.scopes.includes("admin");
 }
 
 const enc = encodeURIComponent;
 
 export const api = {
+  whoami: () => call<Me>("GET", "/api/whoami"),
   tools: () => call<{ tools: ToolSummary[] }>("GET", "/api/tools").then((r) => r.tools),
   graph: (tool: string) => call<Graph>("GET", `/api/tools/${enc(tool)}/graph`),
+  upstreams: () => call<{ upstreams: Upstream[] }>("GET", "/api/upstreams").then((r) => r.upstreams),
+  timing: (tool: string) => call<ToolTiming>("GET", `/api/tools/${enc(tool)}/timing`),
   runs: (filter: { tool?: string; status?: string; limit?: number }) => {
     const q = new URLSearchParams();
     if (filter.tool) q.set("tool", filter.tool);

@@ -1,9 +1,12 @@
-// One run, live: its detail from GET /api/runs/{id}, then its event stream (SSE). The stream
-// replays what was recorded before following, so a dropped stream is simply opened again:
-// events already seen (by their SSE id) are skipped, and the detail is read again.
+// One run, live: its detail from GET /api/runs/{id}, then its event stream (SSE, read with
+// fetch so that it carries the API key under `auth:`: sse.ts). The stream replays what was
+// recorded before following, so a dropped stream is simply opened again: events already seen
+// (by their SSE id) are skipped, and the detail is read again.
 import { useCallback, useEffect, useReducer, useRef } from "react";
 import { api, ENDED } from "./api";
 import type { Debug, PausedLine, RunDetail, RunRecord, RunStatus } from "./api";
+import { openStream } from "./sse";
+import type { SseEvent } from "./sse";
 
 export type NodeState = "pending" | "running" | "paused" | "waiting" | "done" | "failed";
 
@@ -175,7 +178,7 @@ export function useRun(id: string) {
   }, [id]);
 
   useEffect(() => {
-    let source: EventSource | null = null;
+    let source: { close: () => void } | null = null;
     let closed = false;
     let retry: number | undefined;
     lastSeq.current = 0;
@@ -202,9 +205,12 @@ export function useRun(id: string) {
       }
     };
 
-    const handle = (name: string) => (m: MessageEvent) => {
-      const seq = Number(m.lastEventId);
-      if (m.lastEventId && Number.isFinite(seq)) {
+    const NAMES = ["runStarted", "nodeStarted", "nodeFinished", "paused", "resumed", "runFinished", "joined", "gap", "end"];
+    const handle = (m: SseEvent) => {
+      const name = m.name;
+      if (!NAMES.includes(name)) return;
+      const seq = Number(m.id);
+      if (m.id && Number.isFinite(seq)) {
         if (seq <= lastSeq.current) return; // already seen before a reconnect
         lastSeq.current = seq;
       }
@@ -236,32 +242,31 @@ export function useRun(id: string) {
 
     const open = (again: boolean) => {
       if (closed) return;
-      const es = new EventSource(`/api/runs/${encodeURIComponent(id)}/events`);
-      source = es;
-      for (const name of ["runStarted", "nodeStarted", "nodeFinished", "paused", "resumed", "runFinished", "joined", "gap", "end"]) {
-        es.addEventListener(name, handle(name) as EventListener);
-      }
-      es.onopen = () => dispatch({ type: "streaming", on: true, reconnect: again });
-      es.onerror = () => {
-        // The stream dropped (or the run is not live any more): read the run again and, unless
-        // it has ended, open the stream again; its replay catches up on what was missed.
-        es.close();
-        if (source === es) source = null;
-        dispatch({ type: "streaming", on: false });
-        if (closed) return;
-        void api
-          .run(id)
-          .then((detail) => {
-            dispatch({ type: "detail", detail });
-            if (!closed && !ENDED.includes(detail.status) && detail.status !== "waiting") {
-              retry = window.setTimeout(() => open(true), 500);
-            }
-          })
-          .catch((e: Error) => {
-            dispatch({ type: "error", message: e.message });
-            if (!closed) retry = window.setTimeout(() => open(true), 2000);
-          });
-      };
+      const stream = openStream(`/api/runs/${encodeURIComponent(id)}/events`, {
+        onOpen: () => dispatch({ type: "streaming", on: true, reconnect: again }),
+        onEvent: handle,
+        onError: () => {
+          // The stream dropped (or the run is not live any more): read the run again and,
+          // unless it has ended, open the stream again; its replay catches up on what was
+          // missed.
+          if (source === stream) source = null;
+          dispatch({ type: "streaming", on: false });
+          if (closed) return;
+          void api
+            .run(id)
+            .then((detail) => {
+              dispatch({ type: "detail", detail });
+              if (!closed && !ENDED.includes(detail.status) && detail.status !== "waiting") {
+                retry = window.setTimeout(() => open(true), 500);
+              }
+            })
+            .catch((e: Error) => {
+              dispatch({ type: "error", message: e.message });
+              if (!closed) retry = window.setTimeout(() => open(true), 2000);
+            });
+        },
+      });
+      source = stream;
     };
 
     void api

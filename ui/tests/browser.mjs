@@ -92,10 +92,12 @@ const node = (id) => page.locator(`.graph [data-node="${id}"]`);
 async function nodeState(id, state) {
   await page.locator(`.graph [data-node="${id}"][data-state="${state}"]`).waitFor({ state: "visible" });
 }
+// Under `--auth` the test's own calls carry the full key.
+let testKey = null;
 async function api(method, path, body) {
   const r = await fetch(`${server}${path}`, {
     method,
-    headers: body ? { "content-type": "application/json" } : {},
+    headers: { ...(body ? { "content-type": "application/json" } : {}), ...(testKey ? { authorization: `Bearer ${testKey}` } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
   const json = await r.json();
@@ -113,6 +115,142 @@ const graphsOnly = process.argv[4] === "--graphs" ? process.argv[5] ?? "config" 
 // `--edit DIR`: the config's directory, whose tools/ the editor saves into (the race step
 // changes a tool's file there behind the editor's back).
 const editDir = process.argv[4] === "--edit" ? process.argv[5] : null;
+// `--auth READ_ONLY_KEY FULL_KEY`: the server runs under `auth:` with these two keys (scopes
+// `runs:read`, and `admin`): the UI asks for a key and offers what its scopes allow.
+const authKeys = process.argv[4] === "--auth" ? { reader: process.argv[5], full: process.argv[6] } : null;
+
+async function finish(failed) {
+  await browser.close();
+  relay.close();
+  process.exit(failed ? 1 : 0);
+}
+async function failed(e) {
+  console.error(`FAILED at step: ${current}\n${e instanceof Error ? e.stack ?? e.message : e}`);
+  if (problems.length) console.error(`the page reported:\n${problems.join("\n")}`);
+  await page.screenshot({ path: join(shots, "failure.png") }).catch(() => {});
+  console.error(`screenshot: ${join(shots, "failure.png")}`);
+  await finish(true);
+}
+
+if (authKeys) {
+  try {
+    // Every request the page makes: none may carry a key in its URL, and its event streams
+    // must carry the key in their header.
+    const requests = [];
+    page.on("request", (r) => requests.push({ url: r.url(), headers: r.allHeaders().catch(() => ({})) }));
+    const keyForm = page.locator('form[aria-label="API key"]');
+    const useKey = async (key) => {
+      await keyForm.locator('[name="key"]').fill(key);
+      await keyForm.getByRole("button", { name: "Use this key" }).click();
+    };
+
+    await step("auth: the page loads without a key and asks for one", async () => {
+      // The API's 401s while no key is given are expected (Chromium notes each as an error).
+      refusal = 401;
+      const response = await page.goto(`${base}/ui/`);
+      if (!response || response.status() !== 200) throw new Error(`GET /ui/ answered ${response?.status()}`);
+      await keyForm.waitFor();
+      await shot("13-key-prompt");
+    });
+
+    await step("auth: a key the server does not know is refused, and asked for again", async () => {
+      await useKey("mcpf_0000000000000000000000000000000000000000000000000000000000000000");
+      await expectText(page.getByTestId("key-refused"), "refused");
+      await keyForm.waitFor();
+    });
+
+    testKey = authKeys.full;
+    const past = await api("POST", "/api/runs", { tool: "sum_to_n", args: { n: 2 } });
+    for (let i = 0; i < 200; i++) {
+      if ((await api("GET", `/api/runs/${past.id}`)).status === "succeeded") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    await step("auth: a read-only key sees graphs and runs, and is offered no edit, run, debug or session", async () => {
+      await useKey(authKeys.reader);
+      // From here on, any refusal is a failure: the UI must not call what the key may not.
+      refusal = null;
+      await page.waitForURL(/#\/tools\/sum_to_n$/);
+      for (const id of ["entry", "add", "more", "done", "exit"]) await node(id).waitFor();
+      await expectText(page.getByTestId("whoami"), "reader");
+      await expectText(page.getByTestId("whoami"), "runs:read");
+      // Editing: the Edit link is disabled, `e` goes nowhere, no New tool, the editor's route says why.
+      await page.locator('.panel-head [aria-disabled="true"]', { hasText: "Edit" }).waitFor();
+      if (await page.getByRole("link", { name: "Edit", exact: true }).count()) throw new Error("an Edit link is offered to a read-only key");
+      if (await page.getByRole("link", { name: "New tool" }).count()) throw new Error("New tool is offered to a read-only key");
+      await page.locator("body").press("e");
+      await page.waitForTimeout(300);
+      if (!/#\/tools\/sum_to_n$/.test(page.url())) throw new Error(`e opened ${page.url()}`);
+      // Running (from here, always debuggable) needs `debug`.
+      const form = page.locator('form[aria-label="Run sum_to_n"]');
+      if (!(await form.getByRole("button", { name: "Run" }).isDisabled())) throw new Error("Run is enabled for a read-only key");
+      await expectText(form.getByTestId("form-disabled"), "debug");
+      await node("more").click();
+      if (!(await page.locator("form.bp-form").getByRole("button", { name: "Set breakpoint" }).isDisabled())) throw new Error("breakpoints are offered to a read-only key");
+      // No sessions view.
+      if (await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: /Sessions/ }).count()) throw new Error("Sessions is offered to a read-only key");
+      await shot("14-read-only");
+      await page.goto(`${base}/ui/#/edit/greeting`);
+      await expectText(page.locator(".empty"), "authoring");
+      // A past run opens, without the debugger.
+      await page.goto(`${base}/ui/#/runs/${encodeURIComponent(past.id)}`);
+      await expectText(page.locator(".panel-head .status"), "succeeded");
+      for (const id of ["entry", "add", "more", "done", "exit"]) await nodeState(id, "done");
+      if (await page.getByRole("toolbar", { name: "Debugger" }).count()) throw new Error("the debugger is offered to a read-only key");
+    });
+
+    await step("auth: with a full key a tool runs and its events arrive live over the stream", async () => {
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await keyForm.waitFor();
+      await useKey(authKeys.full);
+      await expectText(page.getByTestId("whoami"), "admin");
+      await page.goto(`${base}/ui/#/tools/sum_to_n`);
+      await page.getByRole("link", { name: "Edit", exact: true }).waitFor();
+      const form = page.locator('form[aria-label="Run sum_to_n"]');
+      await form.locator('[name="n"]').fill("2");
+      await form.locator('[name="pause"]').check();
+      await form.getByRole("button", { name: "Debug (start paused)" }).click();
+      const id = await runId();
+      await expectText(page.getByTestId("paused-at"), "entry (pause)");
+      await page.locator('[aria-label="Run panel"][data-streaming="true"]').waitFor();
+      // A step from outside the page: only the event stream can tell the page of it.
+      await api("POST", `/api/runs/${id}/step`);
+      await expectText(page.getByTestId("paused-at"), "add (step)");
+      await expectText(page.getByRole("tab", { name: /Timeline/ }), "Timeline (1)");
+      await nodeState("entry", "done");
+      await nodeState("add", "paused");
+      const panel = page.locator('[aria-label="Run panel"]');
+      if ((await panel.getAttribute("data-reconnects")) !== "0") throw new Error("the stream had to be opened again");
+      await shot("15-full-key-live");
+      await page.getByRole("button", { name: "Resume" }).click();
+      await expectText(page.locator(".panel-head .status"), "succeeded");
+      for (const n of ["entry", "add", "more", "done", "exit"]) await nodeState(n, "done");
+      await expectText(page.locator('[aria-label="result"]'), '"sum": 3');
+      const streams = requests.filter((r) => /\/api\/runs\/[^/]+\/events/.test(r.url));
+      if (streams.length === 0) throw new Error("no event stream was opened");
+      for (const r of streams) {
+        const authorization = (await r.headers).authorization;
+        if (authorization !== `Bearer ${authKeys.full}`) throw new Error(`an event stream without the key: ${r.url}`);
+      }
+      for (const key of [authKeys.reader, authKeys.full]) {
+        const leaked = requests.find((r) => r.url.includes(key) || r.url.includes(encodeURIComponent(key)));
+        if (leaked) throw new Error(`a key in a URL: ${leaked.url}`);
+      }
+      const stored = await page.evaluate(() => [Object.keys(localStorage).length, Object.keys(sessionStorage)]);
+      if (stored[0] !== 0) throw new Error("the key was kept beyond the tab (localStorage)");
+    });
+
+    await step("the page fits 1280×800 without scrolling the document", async () => {
+      const size = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]);
+      if (size[0] > 1280 || size[1] > 800) throw new Error(`the page is ${size[0]}×${size[1]}`);
+    });
+    if (problems.length) throw new Error(`the page reported:\n${problems.join("\n")}`);
+    console.log("browser: all steps passed");
+  } catch (e) {
+    await failed(e);
+  }
+  await finish(false);
+}
 if (graphsOnly) {
   try {
     const { tools } = await api("GET", "/api/tools");
@@ -339,6 +477,42 @@ try {
     await page.waitForURL(/#\/runs\/.+/);
     await page.locator(".panel-head .status").waitFor();
     await shot("08-runs");
+  });
+
+  await step("the slowest nodes of a tool over its recent runs are marked", async () => {
+    const timing = await api("GET", "/api/tools/sum_to_n/timing");
+    if (timing.runs < 3) throw new Error(`the earlier steps ended runs of sum_to_n: ${JSON.stringify(timing)}`);
+    const expected = timing.nodes.filter((n) => n.totalMs > 0).slice(0, 3).map((n) => n.node);
+    if (expected.length === 0) throw new Error(`no node took any time: ${JSON.stringify(timing)}`);
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await expectText(page.getByTestId("slow-table"), expected[0]);
+    await expectText(page.locator('[aria-label="Where the time goes"] h4'), `last ${timing.runs} runs`);
+    for (const [i, id] of expected.entries()) {
+      await page.locator(`.graph [data-node="${id}"][data-slow="${i + 1}"]`).waitFor();
+      await expectText(node(id), `slow #${i + 1}`);
+    }
+    const marked = await page.locator(".graph [data-slow]").count();
+    if (marked !== expected.length) throw new Error(`${marked} nodes marked slow, expected ${expected.join(", ")}`);
+    await shot("16-slowest");
+  });
+
+  await step("the upstreams' tools with their schemas, from the keyboard", async () => {
+    await page.goto(`${base}/ui/#/tools/sum_to_n`);
+    await node("add").waitFor();
+    await page.keyboard.press("4");
+    await page.waitForURL(/#\/upstreams$/);
+    const row = page.locator('[aria-label="Upstream tools"] [data-key="fixture/echo_text"]');
+    await row.waitFor();
+    await page.locator('[aria-label="Upstream tools"] [role="option"]:focus').waitFor();
+    await row.click();
+    await page.waitForURL(/#\/upstreams\/fixture%2Fecho_text$/);
+    const view = page.locator('[aria-label="Upstream tool echo_text"]');
+    await expectText(view, "as one plain text block");
+    const arg = view.locator('[data-arg="text"]');
+    await expectText(arg, "string");
+    await arg.locator(".req").waitFor();
+    await expectText(view.locator('[aria-label="input schema"]'), '"required"');
+    await shot("17-upstreams");
   });
 
   if (editDir) {

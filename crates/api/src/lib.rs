@@ -8,11 +8,12 @@
 //! ```
 //!
 //! What it offers: runs listed (live ones from the [`Registry`], ended ones from it and from
-//! the engine's store), one run with its history and per-node timing, the context at any
-//! history index, a live event stream of one run and of all runs, graph tools as drawable
-//! graphs, runs started with debug options, pause/resume/step/stop, breakpoints (conditional
-//! ones too) set and cleared while a run goes, and waiting sessions continued or cancelled
-//! (only by the principal that started them, or an admin: the request's
+//! the engine's store), one run with its history and per-node timing, a tool's time per node
+//! over its recent runs (where its time goes), the context at any history index, a live event
+//! stream of one run and of all runs, graph tools as drawable graphs, the upstreams and their
+//! tools with their schemas, runs started with debug options, pause/resume/step/stop,
+//! breakpoints (conditional ones too) set and cleared while a run goes, and waiting sessions
+//! continued or cancelled (only by the principal that started them, or an admin: the request's
 //! [`Caller`](mcpflow_engine::Caller), which `server` puts in its extensions).
 //!
 //! **What it costs when nobody listens.** The engine's [`Observe`](mcpflow_engine::Observe)
@@ -27,6 +28,9 @@
 //! [`registry::LOG_LIMIT`] events and [`registry::LOG_BYTES`] bytes, shared by its watchers;
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
+//!
+//! `GET /api/whoami` tells a caller who it is and its scopes (`whoami.rs`), which the web UI
+//! reads to offer only what they allow.
 //!
 //! The graph editor's endpoints ([`edit`]: a tool as on disk, checks as you type, a save) are
 //! calls of `mcpflow-authoring`, over the config on disk the binary hands over
@@ -50,7 +54,10 @@ pub mod rest;
 mod runs;
 mod sessions;
 mod stream;
+mod timing;
 mod ui;
+mod upstreams;
+mod whoami;
 
 use std::sync::Arc;
 
@@ -182,8 +189,11 @@ impl Api {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/api/openapi.json", get(openapi))
+            .route("/api/whoami", get(whoami::whoami))
             .route("/api/tools", get(graph::list_tools))
             .route("/api/tools/{tool}/graph", get(graph::tool_graph))
+            .route("/api/tools/{tool}/timing", get(timing::tool_timing))
+            .route("/api/upstreams", get(upstreams::list))
             .route("/api/runs", get(runs::list).post(runs::start))
             .route("/api/runs/{id}", get(runs::show))
             .route("/api/runs/{id}/context", get(runs::context))

@@ -53,6 +53,20 @@ async fn list_runs(api: &Api, q: &Query) -> Result<Json, ApiError> {
     let since = q.int("since", 0, i64::MAX)?;
     let until = q.int("until", 0, i64::MAX)?;
     let limit = q.int("limit", 1, 1000)?.unwrap_or(100) as usize;
+    let runs = matching(api, tool, status, since, until, limit).await?;
+    Ok(json!({ "runs": runs }))
+}
+
+/// The runs that match, newest first, at most `limit`: the registry's (live and kept) and
+/// the store's. `status` is one of [`STATUSES`].
+pub(crate) async fn matching(
+    api: &Api,
+    tool: Option<&str>,
+    status: Option<&str>,
+    since: Option<i64>,
+    until: Option<i64>,
+    limit: usize,
+) -> Result<Vec<Json>, ApiError> {
     let keep = |t: &str, s: &str, started: i64| {
         tool.is_none_or(|x| x == t)
             && status.is_none_or(|x| x == s)
@@ -104,13 +118,13 @@ async fn list_runs(api: &Api, q: &Query) -> Result<Json, ApiError> {
         t(b).cmp(&t(a))
     });
     runs.truncate(limit);
-    Ok(json!({ "runs": runs }))
+    Ok(runs)
 }
 
 /// A run's history as JSON records (engine records, or stored rows in the same shape).
-struct Shown {
+pub(crate) struct Shown {
     summary: Map<String, Json>,
-    records: Vec<Json>,
+    pub(crate) records: Vec<Json>,
     complete: bool,
     live: Option<Arc<LiveRun>>,
     /// A live run's debug state, read before its records: never ahead of them.
@@ -120,7 +134,7 @@ struct Shown {
 /// The longest a reader waits for a live run's recorder to catch up with the run's control.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
-async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
+pub(crate) async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
     if let Some(run) = api.registry().get(id) {
         let mut summary = match run.summary() {
             Json::Object(m) => m,

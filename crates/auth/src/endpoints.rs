@@ -11,6 +11,11 @@ pub enum Access {
     Public,
     /// This scope (or `admin`).
     Scope(Scope),
+    /// Any caller the server knows: a credential that proves who it is, whatever its scopes,
+    /// or no credential where the config grants anonymous callers some scope. A request
+    /// without one where anonymous callers have none is asked to authenticate (401), so a
+    /// client learns from it that it needs a key (`/api/whoami`, the web UI's first call).
+    Known,
     /// An MCP endpoint: a POST needs the scope of its JSON-RPC method ([`method_scope`]); a
     /// GET (a listening stream) or DELETE (end of a session) needs any MCP scope.
     Mcp,
@@ -52,6 +57,10 @@ const AUTHORING: Access = Access::Scope(Scope::Authoring);
 /// Every endpoint of `mcpflow serve --http`, in the order a reader meets them: MCP, probes,
 /// OAuth metadata, metrics, the web UI, then the run API and the REST face (`mcpflow_api`'s
 /// OpenAPI document; a test checks that each of its paths is here).
+///
+/// The web UI's files are public: they are the same for everyone and hold no data (the page
+/// asks `/api` for everything it shows, with the key a person types in), and a browser must be
+/// able to load the page that asks for the key.
 const ENDPOINTS: &[Endpoint] = &[
     any("/mcp", Mcp),
     any("/mcp/{*rest}", Mcp),
@@ -62,12 +71,18 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/.well-known/oauth-protected-resource", Public),
     any("/.well-known/oauth-protected-resource/{*rest}", Public),
     any("/metrics", Access::Scope(Scope::Metrics)),
-    any("/ui", RUNS_READ),
-    any("/ui/", RUNS_READ),
-    any("/ui/{*path}", RUNS_READ),
+    any("/ui", Public),
+    any("/ui/", Public),
+    any("/ui/{*path}", Public),
     any("/api/openapi.json", RUNS_READ),
+    // Who the caller is and what its scopes allow: what the web UI shows and enables.
+    only("GET", "/api/whoami", Access::Known),
     any("/api/tools", RUNS_READ),
     any("/api/tools/{tool}/graph", RUNS_READ),
+    // A tool's time per node over its recent runs: read from the runs.
+    any("/api/tools/{tool}/timing", RUNS_READ),
+    // The upstreams and their tools' schemas: what the graphs' `mcp` nodes call.
+    only("GET", "/api/upstreams", RUNS_READ),
     // The web UI's editor: reading a tool is reading what its graph shows; checking and saving
     // are what the authoring tools do, under their scope.
     any("/api/tools/{tool}/source", RUNS_READ),
@@ -164,6 +179,7 @@ mod tests {
         assert!(matches("/ui/{*path}", "/ui/assets/app.js"));
         assert!(!matches("/ui/{*path}", "/ui/"));
         assert!(matches("/ui/", "/ui/"));
+        assert!(!matches("/ui", "/ui2"));
         assert!(!matches("/mcp", "/mcpx"));
     }
 
@@ -182,6 +198,8 @@ mod tests {
         );
         assert_eq!(access("POST", "/api/authoring/save"), Some(AUTHORING));
         assert_eq!(access("GET", "/api/tools/t/source"), Some(RUNS_READ));
+        assert_eq!(access("GET", "/api/tools/t/timing"), Some(RUNS_READ));
+        assert_eq!(access("GET", "/api/upstreams"), Some(RUNS_READ));
         assert_eq!(access("GET", "/rest/v1/tools"), Some(TOOLS_LIST));
         assert_eq!(access("GET", "/rest/v1/tools/echo"), Some(TOOLS_LIST));
         assert_eq!(
@@ -190,6 +208,11 @@ mod tests {
         );
         assert_eq!(access("GET", "/rest/v1/health"), Some(Public));
         assert_eq!(access("GET", "/rest/v1/tools/echo/call/more"), None);
+        assert_eq!(access("GET", "/ui/"), Some(Public));
+        assert_eq!(access("GET", "/ui/assets/index-abc.js"), Some(Public));
+        assert_eq!(access("GET", "/api/whoami"), Some(Access::Known));
+        assert_eq!(access("POST", "/api/whoami"), None);
+        assert_eq!(access("GET", "/api/whoami/more"), None);
         assert_eq!(access("GET", "/admin"), None);
         assert_eq!(access("GET", "/api/nothing"), None);
     }

@@ -191,6 +191,19 @@ impl Auth {
         Err(self.lacking(principal, MCP_SCOPES[0]))
     }
 
+    /// Whether `principal` is anyone this server knows: a caller whose credential proved who
+    /// it is, or an anonymous one when the config grants anonymous callers some scope. An
+    /// anonymous caller who may do nothing is asked to authenticate.
+    pub fn check_known(&self, principal: &Principal) -> Result<(), Refusal> {
+        if principal.via() != crate::principal::Via::Anonymous || !principal.scopes().is_empty() {
+            return Ok(());
+        }
+        Err(Refusal::Unauthenticated {
+            invalid: false,
+            why: "authentication required".into(),
+        })
+    }
+
     fn lacking(&self, principal: &Principal, scope: Scope) -> Refusal {
         if principal.via() == crate::principal::Via::Anonymous {
             Refusal::Unauthenticated {

@@ -99,6 +99,10 @@ pub async fn enforce(State(auth): State<Arc<Auth>>, request: Request, next: Next
             let checked = auth.check(&principal, scope);
             (request, checked)
         }
+        Access::Known => {
+            let checked = auth.check_known(&principal);
+            (request, checked)
+        }
         Access::ToolCall => {
             rest_call = true;
             let checked = auth.check(&principal, Scope::ToolsCall);

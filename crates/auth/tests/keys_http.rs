@@ -15,6 +15,15 @@ async fn serve(config: AuthConfig) -> String {
         .route("/metrics", get(|| async { "ok" }))
         .route("/healthz", get(|| async { "ok" }))
         .route("/undeclared", get(|| async { "reached" }))
+        .route(
+            "/api/whoami",
+            get(|request: axum::extract::Request| async move {
+                mcpflow_auth::http::principal_of(request.extensions())
+                    .map(|p| format!("{} {}", p.subject(), p.scopes().words()))
+                    .unwrap_or_default()
+            }),
+        )
+        .route("/ui/{*path}", get(|| async { "page" }))
         .layer(axum::middleware::from_fn_with_state(
             auth,
             mcpflow_auth::http::enforce,
@@ -122,4 +131,45 @@ async fn keys_anonymous_scopes_and_undeclared_endpoints() {
     let undeclared = get_with(&base, "/undeclared", Some(("x-api-key", &k.key))).await;
     assert_eq!(undeclared.status(), 404);
     assert_ne!(undeclared.text().await.expect("body"), "reached");
+}
+
+/// `/api/whoami` asks only that the server know the caller: any key, whatever its scopes; no
+/// credential is asked to authenticate unless anonymous callers are granted something. The
+/// web UI's files are public.
+#[tokio::test]
+async fn whoami_needs_a_known_caller_and_no_scope() {
+    let k = new_key().expect("key");
+    let keys = vec![key("watcher", &k.hash, &[Scope::Metrics], None)];
+    let closed = serve(AuthConfig {
+        keys: keys.clone(),
+        ..AuthConfig::default()
+    })
+    .await;
+    let anonymous = get_with(&closed, "/api/whoami", None).await;
+    assert_eq!(anonymous.status(), 401);
+    assert!(
+        anonymous.headers()["www-authenticate"]
+            .to_str()
+            .expect("ASCII")
+            .starts_with("Bearer resource_metadata=")
+    );
+    let bearer = format!("Bearer {}", k.key);
+    let known = get_with(&closed, "/api/whoami", Some(("authorization", &bearer))).await;
+    assert_eq!(known.status(), 200);
+    assert_eq!(known.text().await.expect("body"), "watcher metrics");
+    let wrong = get_with(&closed, "/api/whoami", Some(("x-api-key", "mcpf_nope"))).await;
+    assert_eq!(wrong.status(), 401);
+    let page = get_with(&closed, "/ui/assets/app.js", None).await;
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.text().await.expect("body"), "page");
+
+    let open_to_all = serve(AuthConfig {
+        anonymous: vec![Scope::RunsRead],
+        keys,
+        ..AuthConfig::default()
+    })
+    .await;
+    let anonymous = get_with(&open_to_all, "/api/whoami", None).await;
+    assert_eq!(anonymous.status(), 200);
+    assert_eq!(anonymous.text().await.expect("body"), "anonymous runs:read");
 }

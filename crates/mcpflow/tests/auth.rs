@@ -57,8 +57,10 @@ const MATRIX: &[(Probe, Option<&str>, u16)] = &[
     (Probe::Mcp("tools/call"), Some("tools:call"), 200),
     (Probe::Get("/sse"), Some("mcp"), 200),
     (Probe::Get("/metrics"), Some("metrics"), 200),
-    (Probe::Get("/ui/"), Some("runs:read"), 200),
+    (Probe::Get("/ui/"), None, 200),
+    (Probe::Get("/ui/runs/x"), None, 200),
     (Probe::Get("/api/openapi.json"), Some("runs:read"), 200),
+    (Probe::Get("/api/whoami"), Some("known"), 200),
     (Probe::Get("/api/tools"), Some("runs:read"), 200),
     (Probe::Get("/api/runs"), Some("runs:read"), 200),
     (Probe::Get("/api/runs/nope"), Some("runs:read"), 404),
@@ -81,8 +83,12 @@ const MATRIX: &[(Probe, Option<&str>, u16)] = &[
     ),
 ];
 
+/// `known`: any caller the server knows, whatever its scopes.
 fn allowed(scope: &str, needs: &str) -> bool {
-    scope == "admin" || scope == needs || (needs == "mcp" && scope.starts_with("tools:"))
+    scope == "admin"
+        || scope == needs
+        || needs == "known"
+        || (needs == "mcp" && scope.starts_with("tools:"))
 }
 
 #[tokio::test]
@@ -145,6 +151,112 @@ async fn the_scope_matrix_of_every_endpoint_and_method() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The web UI under `auth:`: its files load without a credential (they hold no data), every
+/// operation of the run API and the REST face but the health probe still refuses a request
+/// without one, and `GET /api/whoami` tells each caller its own scopes, never its key.
+#[tokio::test]
+async fn the_ui_is_public_its_api_is_not_and_whoami_tells_each_caller_its_scopes() {
+    let f = fixture();
+    let server = serve(&f.config, &[]);
+    let http = reqwest::Client::new();
+
+    let index = http
+        .get(format!("{}/ui/", server.base))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(index.status(), 200);
+    let index = index.text().await.expect("index.html");
+    let assets: Vec<&str> = index
+        .split('"')
+        .filter(|s| s.starts_with("/ui/assets/"))
+        .collect();
+    assert!(assets.len() >= 2, "a script and a stylesheet: {index}");
+    for asset in assets {
+        let r = http
+            .get(format!("{}{asset}", server.base))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(r.status(), 200, "{asset}");
+    }
+
+    let doc: Value = serde_json::from_str(mcpflow_api::OPENAPI).expect("the OpenAPI document");
+    let mut open = Vec::new();
+    let mut operations = 0;
+    for (path, ops) in doc["paths"].as_object().expect("paths") {
+        for method in ops.as_object().expect("operations").keys() {
+            if !["get", "post", "put", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let Ok(method) = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()) else {
+                continue;
+            };
+            if path == "/rest/v1/health" {
+                continue;
+            }
+            operations += 1;
+            let concrete = path.replace('{', "x").replace('}', "");
+            let r = http
+                .request(method.clone(), format!("{}{concrete}", server.base))
+                .body("{}")
+                .send()
+                .await
+                .expect("sent");
+            if r.status() != 401 || !challenge(&r).starts_with("Bearer ") {
+                open.push(format!("{method} {path}: {}", r.status()));
+            }
+        }
+    }
+    assert!(operations >= 25, "the document's operations: {operations}");
+    assert!(open.is_empty(), "served without a credential: {open:#?}");
+
+    let whoami = |credential: Option<String>| {
+        let http = http.clone();
+        let base = server.base.clone();
+        async move {
+            let mut request = http.get(format!("{base}/api/whoami"));
+            if let Some(c) = credential {
+                request = request.bearer_auth(c);
+            }
+            let r = request.send().await.expect("sent");
+            let status = r.status().as_u16();
+            (status, r.text().await.expect("body"))
+        }
+    };
+    assert_eq!(whoami(None).await.0, 401);
+    for scope in SCOPES {
+        let key = f.key(scope);
+        let (status, body) = whoami(Some(key.to_owned())).await;
+        assert_eq!(status, 200, "{scope}: {body}");
+        assert!(!body.contains(key), "the key is never answered: {body}");
+        let me: Value = serde_json::from_str(&body).expect("JSON");
+        let name = format!("only-{scope}");
+        assert_eq!(
+            (&me["subject"], &me["via"], &me["key"]),
+            (&json!(name), &json!("apiKey"), &json!(name)),
+            "{me}"
+        );
+        assert_eq!(me["scopes"], json!([scope]), "{me}");
+        assert_eq!(me["accessControl"], true, "{me}");
+    }
+    let token = f
+        .signer
+        .sign(&claims(ISSUER, AUDIENCE, "alice", "runs:read debug"));
+    let (status, body) = whoami(Some(token.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains(&token),
+        "the token is never answered: {body}"
+    );
+    let me: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        (&me["subject"], &me["via"]),
+        (&json!("alice"), &json!("jwt"))
+    );
+    assert_eq!(me["scopes"], json!(["runs:read", "debug"]));
 }
 
 #[tokio::test]

@@ -3,12 +3,15 @@
 //! (playwright-core from npm, `scripts/ui install`): the graph drawn, a run from its form, a
 //! conditional breakpoint with two steps and the context at step 2, a dropped event stream
 //! caught up, an await session continued from its form, a past failed run with its failing
-//! node, keyboard navigation, no console error; then every example config drawn. The editor:
+//! node, keyboard navigation, the slowest nodes over the tool's recent runs marked, an
+//! upstream's tool with its schemas, no console error; then every example config drawn. The editor:
 //! a saved tool opened, a transform added and connected, a broken expression marked on its node
 //! and fixed, saved (the file passes `mcpflow validate`, the tool is served with the change), a
 //! YAML edit that does not parse shown as an error with the graph kept, a save racing a change
-//! on disk refused, a new tool from a template, exported and imported. A screenshot of each
-//! view is kept (the directory is printed).
+//! on disk refused, a new tool from a template, exported and imported. Under `auth:`: the page
+//! asks for a key, a read-only key is offered no editing, running or debugging, a full key
+//! watches a run live over the keyed event stream. A screenshot of each view is kept (the
+//! directory is printed).
 //!
 //! Without chromium, node or the UI's npm packages the browser tests are skipped with one
 //! line; under CI (`CI=true`) or with `MCPFLOW_REQUIRE_BROWSER` set, that is an error instead.
@@ -19,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http_common::{Server, config, curl, header, repo_root, start, status};
+use http_common::{Server, config, curl, header, repo_root, start, start_with_env, status};
 
 /// A tool saved in its own file, as the editor finds one it can save (the browser test edits it).
 const GREETING: &str = "# Written by mcpflow_save_tool. Editing it by hand is fine; the next save of this tool replaces it whole.
@@ -45,21 +48,44 @@ tools:
 ";
 
 /// `tests/ui_browser.yaml` copied into `state` (same name, so positions read the same) with
-/// its tools savable there (`tools/*.yaml`, `greeting` already saved), served with its runs
-/// and sessions in `state`; answers the server and the copy's path.
+/// its tools savable there (`tools/*.yaml`, `greeting` already saved) and the fixture as an
+/// upstream (`fixture`), served with its runs and sessions in `state`; answers the server and
+/// the copy's path.
 fn serve(state: &Path) -> (Server, PathBuf) {
+    serve_with(state, "", &[])
+}
+
+/// [`serve`] with `more` top-level keys in the config and `env` for the server.
+fn serve_with(state: &Path, more: &str, env: &[(&str, &str)]) -> (Server, PathBuf) {
     let text = std::fs::read_to_string(config("ui_browser.yaml")).expect("ui_browser.yaml");
     let copy = state.join("ui_browser.yaml");
     std::fs::write(
         &copy,
-        format!("{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\n"),
+        format!(
+            "{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\nmcpServers:\n  fixture: {{command: {}}}\n{more}",
+            serde_json::Value::from(http_common::fixture().to_str().expect("utf-8 path"))
+        ),
     )
     .expect("config copied");
     std::fs::create_dir_all(state.join("tools")).expect("tools dir");
     std::fs::write(state.join("tools/greeting.yaml"), GREETING).expect("greeting saved");
     let db = state.join("state.db");
-    let server = start(&copy, &["--state", db.to_str().expect("utf-8 temp path")]);
+    let server = start_with_env(
+        &copy,
+        &["--state", db.to_str().expect("utf-8 temp path")],
+        env,
+    );
     (server, copy)
+}
+
+/// A key for the `env:` entries of `auth.keys`: random enough for a test's own server.
+fn test_key(name: &str) -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let (a, b) = (
+        RandomState::new().hash_one(name),
+        RandomState::new().hash_one(name),
+    );
+    format!("mcpf_{name}_{a:016x}{b:016x}")
 }
 
 /// What the browser test needs, or why it cannot run.
@@ -212,7 +238,54 @@ fn the_ui_in_chromium_against_the_binary() {
         "10-yaml-error",
         "11-save-conflict",
         "12-new-tool",
+        "16-slowest",
+        "17-upstreams",
     ] {
+        let png = shots.join(format!("{name}.png"));
+        let bytes = std::fs::read(&png).unwrap_or_default();
+        assert!(
+            bytes.starts_with(b"\x89PNG"),
+            "{} is not a PNG screenshot",
+            png.display()
+        );
+    }
+}
+
+/// The UI under `auth:`: the page loads without a key and asks for one; a key the server does
+/// not know is refused; a read-only key (`runs:read`) sees graphs and runs but is offered no
+/// editing, running, debugging or sessions (and the page calls nothing it may not: no 403);
+/// a full key starts a paused run whose step, made from outside the page, arrives live over
+/// the event stream, read with the key in its header (never in a URL).
+#[test]
+fn the_ui_under_auth_asks_for_a_key_and_offers_what_its_scopes_allow() {
+    let Some((chromium, script)) = browser_or_skip() else {
+        return;
+    };
+    let state = tempfile::tempdir().expect("temp dir");
+    let (reader, full) = (test_key("reader"), test_key("full"));
+    let auth = "auth:\n  keys:\n    - {name: reader, env: MCPFLOW_UI_READER, scopes: [runs:read]}\n    - {name: operator, env: MCPFLOW_UI_FULL, scopes: [admin]}\n";
+    let (server, _) = serve_with(
+        state.path(),
+        auth,
+        &[
+            ("MCPFLOW_UI_READER", reader.as_str()),
+            ("MCPFLOW_UI_FULL", full.as_str()),
+        ],
+    );
+    // Without a key the API refuses, the page does not.
+    let (head, _) = curl(&[&format!("{}/api/tools", server.base())]);
+    assert_eq!(status(&head), 401, "{head}");
+    let (head, _) = curl(&[&format!("{}/ui/", server.base())]);
+    assert_eq!(status(&head), 200, "{head}");
+    let shots = screenshots("ui-auth");
+    run_script(
+        &chromium,
+        &script,
+        &server.base(),
+        &shots,
+        &["--auth", reader.as_str(), full.as_str()],
+    );
+    for name in ["13-key-prompt", "14-read-only", "15-full-key-live"] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();
         assert!(

@@ -202,6 +202,17 @@ pub struct Hook {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout_ms: Option<u64>,
+    /// `false` keeps the hook in the config, checked at load like any other, but it never runs
+    /// (default true): a hook switched off without losing its script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+}
+
+impl Hook {
+    /// Whether the hook runs (`enabled` is not `false`).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled != Some(false)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

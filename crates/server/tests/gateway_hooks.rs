@@ -92,6 +92,68 @@ async fn a_pre_hook_rejects_with_a_message_the_client_reads() {
     client.cancel().await.expect("closes");
 }
 
+/// `enabled: false` keeps a hook in the config without running it; its neighbours still run.
+#[tokio::test]
+async fn a_disabled_hook_does_not_run() {
+    let (_dir, client) = serve(&hooked(
+        r#"
+  - id: guard
+    method: tools/call
+    phase: pre
+    enabled: false
+    script: |
+      (ctx) => ({reject: "the disabled guard ran"})
+  - id: shout
+    method: tools/call
+    phase: pre
+    enabled: true
+    tool: echo_text
+    script: |
+      (ctx) => { ctx.request.params.arguments.text = ctx.request.params.arguments.text.toUpperCase(); return ctx; }
+"#,
+    ))
+    .await;
+    let r = call(&client, "fx__echo_text", json!({"text": "hi"})).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(text(&r), "HI");
+    client.cancel().await.expect("closes");
+}
+
+/// A disabled hook is still checked at load: a script that does not compile is a load error
+/// at its place, as for an enabled one.
+#[test]
+fn a_disabled_hook_with_a_broken_script_is_still_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mcpflow.yaml");
+    let yaml = hooked(
+        r#"
+  - id: broken
+    method: tools/call
+    phase: pre
+    enabled: false
+    script: "(ctx) => {"
+"#,
+    )
+    .replace("{fixture}", &support::fixture().display().to_string());
+    std::fs::write(&path, yaml).expect("config written");
+    let draft = mcpflow_config::Loader::new()
+        .read(&path)
+        .unwrap_or_else(|e| panic!("the config reads: {e}"));
+    let compiled = draft.compile(
+        |config, base_dir| {
+            let pool =
+                mcpflow_upstream::UpstreamPool::new(config.mcp_servers.clone(), base_dir.into());
+            mcpflow_engine::Engine::new(config, pool)
+        },
+        mcpflow_engine::check,
+    );
+    let Err(errors) = compiled else {
+        panic!("a config with a broken (disabled) hook compiled");
+    };
+    let text = errors.to_string();
+    assert!(text.contains("hook \"broken\" does not compile"), "{text}");
+}
+
 #[tokio::test]
 async fn hooks_run_in_config_order_each_seeing_the_last_ones_work() {
     let (_dir, client) = serve(&hooked(

@@ -182,7 +182,8 @@ pub enum Verdict {
 }
 
 impl Hooks {
-    /// Compiles every hook's script (once, at load). `runner` runs graph-tool hooks.
+    /// Compiles every hook's script (once, at load); the ones with `enabled: false` do not run.
+    /// `runner` runs graph-tool hooks.
     pub fn new(config: &[Hook], runner: Arc<dyn ToolRunner>) -> Result<Hooks, GatewayError> {
         if config.is_empty() {
             return Ok(Hooks::default());
@@ -212,10 +213,13 @@ impl Hooks {
                     )));
                 }
             };
-            hooks.push(Compiled {
-                config: hook.clone(),
-                body,
-            });
+            // A disabled hook is compiled all the same (its errors are load errors), then left out.
+            if hook.is_enabled() {
+                hooks.push(Compiled {
+                    config: hook.clone(),
+                    body,
+                });
+            }
         }
         Ok(Hooks {
             hooks: Arc::new(hooks),
