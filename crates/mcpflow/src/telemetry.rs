@@ -1,13 +1,16 @@
 //! The process's logging and telemetry: the `tracing` subscriber (logs to stderr), the OTLP
-//! trace pipeline whose tracer `mcpflow_telemetry::trace` makes spans with, and the metrics
-//! switch, from the config's `telemetry:` section and the standard `OTEL_*` variables.
+//! trace pipeline `mcpflow_telemetry::trace`'s spans end into, and the metrics switch, from
+//! the config's `telemetry:` section and the standard `OTEL_*` variables.
 
 mod export;
 mod processor;
 
+use std::sync::Arc;
+
 use mcpflow_config::telemetry::{OtlpProtocol, TelemetryConfig};
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use mcpflow_telemetry::otlp::{EncodedResource, EncodedScope};
+use mcpflow_telemetry::trace::{Pipeline, Sampler};
+use opentelemetry::InstrumentationScope;
 use tracing_subscriber::EnvFilter;
 
 /// Logs to stderr as `MCPFLOW_LOG` says (else `default`).
@@ -22,20 +25,15 @@ pub fn init_logging(default: &str) {
 
 /// What was turned on; flushes and stops the exporter when dropped at the end of serving.
 pub struct Telemetry {
-    traces: Option<SdkTracerProvider>,
+    traces: Option<Arc<processor::EncodingProcessor>>,
 }
 
 impl Telemetry {
     /// Sends the spans still buffered and stops the exporter (blocking, so off the runtime's
     /// workers), within the exporter's own timeout.
     pub async fn shutdown(mut self) {
-        if let Some(provider) = self.traces.take() {
-            let _ = tokio::task::spawn_blocking(move || {
-                if let Err(e) = provider.shutdown() {
-                    tracing::warn!("traces: the exporter did not stop cleanly: {e}");
-                }
-            })
-            .await;
+        if let Some(processor) = self.traces.take() {
+            let _ = tokio::task::spawn_blocking(move || processor.shutdown()).await;
         }
     }
 }
@@ -114,7 +112,7 @@ fn start_traces(
     config: Option<&TelemetryConfig>,
     server_name: &str,
     endpoint: Option<String>,
-) -> Result<SdkTracerProvider, String> {
+) -> Result<Arc<processor::EncodingProcessor>, String> {
     let traces = config.and_then(|c| c.traces.clone()).unwrap_or_default();
     if let Some(url) = &endpoint
         && !(url.starts_with("http://") || url.starts_with("https://"))
@@ -144,26 +142,36 @@ fn start_traces(
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service)
         .build();
-    let processor = processor::EncodingProcessor::new(exporter, processor::Settings::from_env())?;
-    let mut provider = SdkTracerProvider::builder()
-        .with_span_processor(processor)
-        .with_resource(resource);
+    let processor = Arc::new(processor::EncodingProcessor::new(
+        exporter,
+        processor::Settings::from_env(),
+        EncodedResource::from(&resource),
+        EncodedScope::from(&InstrumentationScope::builder("mcpflow").build()),
+    )?);
     // Without a ratio in the config, OTEL_TRACES_SAMPLER (the SDK's default: parent-based,
     // always on) decides.
-    if let Some(ratio) = traces.sampling_ratio {
-        provider = provider.with_sampler(Sampler::ParentBased(Box::new(
-            Sampler::TraceIdRatioBased(ratio.clamp(0.0, 1.0)),
-        )));
-    }
-    let provider = provider.build();
-    mcpflow_telemetry::trace::install(
-        provider.tracer("mcpflow"),
-        traces.record_arguments.unwrap_or(false),
-    );
+    let sampler = match traces.sampling_ratio {
+        Some(ratio) => Sampler::parent_based_ratio(ratio),
+        None => {
+            let (sampler, warning) = Sampler::from_env(
+                env("OTEL_TRACES_SAMPLER").as_deref(),
+                env("OTEL_TRACES_SAMPLER_ARG").as_deref(),
+            );
+            if let Some(warning) = warning {
+                tracing::warn!("traces: {warning}");
+            }
+            sampler
+        }
+    };
+    mcpflow_telemetry::trace::install(Pipeline {
+        sampler,
+        sink: processor.clone(),
+        record_arguments: traces.record_arguments.unwrap_or(false),
+    });
     let protocol = match protocol {
         OtlpProtocol::HttpProtobuf => "http/protobuf",
         OtlpProtocol::Grpc => "grpc",
     };
     tracing::info!(endpoint = %shown, protocol, "exporting traces over OTLP");
-    Ok(provider)
+    Ok(processor)
 }

@@ -560,3 +560,65 @@ async fn a_stalled_collector_bounds_the_queue() {
     // each export carried at most that many.
     assert!((1..=3 * 2).contains(&spans), "{spans} spans exported");
 }
+
+/// The sampler `OTEL_TRACES_SAMPLER` names decides for the whole call: a call it drops leaves
+/// no span, and the upstream still gets the trace, flagged unsampled, so that it drops its part
+/// too; with the caller's decision followed (`parentbased_*`), a sampled caller is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sampler_decides_for_the_whole_call_and_the_upstream_is_told() {
+    for (sampler, recorded) in [("always_off", false), ("parentbased_always_off", true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut server, mut exports) = traced_over_http(
+            dir.path(),
+            0,
+            &[
+                ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+                ("OTEL_TRACES_SAMPLER", sampler),
+            ],
+        )
+        .await;
+        let answer = call_twice(&server.url, &format!("00-{TRACE}-{CLIENT_SPAN}-01")).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        // Everything ended is sent at shutdown.
+        stop(&mut server);
+        let mut got = Vec::new();
+        while let Ok(Some(batch)) =
+            tokio::time::timeout(Duration::from_secs(3), exports.recv()).await
+        {
+            got.extend(batch);
+        }
+        let received = std::fs::read_to_string(dir.path().join("upstream.jsonl"))
+            .expect("the fixture recorded");
+        let sent: Vec<String> = received
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["method"] == "tools/call")
+            .filter_map(|m| {
+                m["params"]["_meta"]["traceparent"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(sent.len(), 2, "{sampler}: {received}");
+        if recorded {
+            assert_eq!(
+                one(&got, "tools/call twice").parent,
+                CLIENT_SPAN,
+                "{sampler}"
+            );
+            assert!(got.len() >= 7, "{sampler}: {got:#?}");
+            assert!(
+                sent.iter()
+                    .all(|tp| tp.starts_with(&format!("00-{TRACE}-")) && tp.ends_with("-01")),
+                "{sampler}: {sent:?}"
+            );
+        } else {
+            assert!(got.is_empty(), "{sampler}: nothing is exported: {got:#?}");
+            assert!(
+                sent.iter()
+                    .all(|tp| tp.starts_with(&format!("00-{TRACE}-")) && tp.ends_with("-00")),
+                "{sampler}: {sent:?}"
+            );
+        }
+    }
+}

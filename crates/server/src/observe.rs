@@ -139,7 +139,7 @@ fn request_span(
     // happens to be current on this thread.
     let parent = match from_meta.or_else(from_header) {
         Some((traceparent, tracestate)) => trace::remote_parent(traceparent, tracestate),
-        None => trace::Context::new(),
+        None => trace::Parent::root(),
     };
     trace::mcp_request(SpanKind::Server, method, tool, more, Some(&parent))
 }

@@ -1,20 +1,22 @@
-//! Finished spans encoded as OTLP protobuf (`ExportTraceServiceRequest`), straight from the
-//! SDK's `SpanData` into bytes.
+//! Finished spans encoded as OTLP protobuf (`ExportTraceServiceRequest`), straight from a
+//! [`Finished`] span into bytes, where it ends.
 //!
 //! Why not `opentelemetry-proto`'s message structs, as `opentelemetry-otlp` does: turning each
 //! span into them (a `String` per attribute key and value, a struct per value, a `HashMap` to
 //! group spans by scope), having prost recompute lengths at every nesting level and dropping it
 //! all again was about half of what tracing cost per call (bench/README.md, telemetry). Here a
-//! batch is one growing buffer of encoded spans; the resource and scope are encoded once.
+//! batch is one buffer of encoded spans; the resource and the scope (mcpflow has one) are
+//! encoded once.
 //! The tests decode what this writes with the official definitions and compare it with
 //! `opentelemetry-proto`'s own conversion.
 
 use opentelemetry::trace::{SpanId, SpanKind, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SpanData;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::trace::Finished;
 
 /// `SpanFlags` bits of OTLP: whether the parent's remoteness is known, and that it is remote.
 const HAS_IS_REMOTE: u32 = 0x100;
@@ -41,25 +43,40 @@ impl From<&Resource> for EncodedResource {
     }
 }
 
-/// Spans of one instrumentation scope, encoded as they end, waiting to be sent together.
-#[derive(Debug)]
+/// The instrumentation scope every span of a request belongs to, encoded once.
+#[derive(Debug, Clone, Default)]
+pub struct EncodedScope {
+    /// The `InstrumentationScope` message's body.
+    body: Vec<u8>,
+    schema_url: String,
+}
+
+impl From<&InstrumentationScope> for EncodedScope {
+    fn from(scope: &InstrumentationScope) -> Self {
+        EncodedScope {
+            body: scope_body(scope),
+            schema_url: scope.schema_url().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+/// Spans encoded as they end, waiting to be sent together.
+#[derive(Debug, Default)]
 pub struct SpanBatch {
-    scope: InstrumentationScope,
     /// Each span as a `ScopeSpans.spans` field (tag, length, body), one after the other.
     spans: Vec<u8>,
     count: usize,
 }
 
 impl SpanBatch {
-    pub fn new(scope: InstrumentationScope) -> Self {
-        SpanBatch::with_capacity(scope, 0)
+    pub fn new() -> Self {
+        SpanBatch::default()
     }
 
     /// A batch with room for `bytes` of encoded spans: growing one span at a time copied the
     /// whole batch at each doubling.
-    pub fn with_capacity(scope: InstrumentationScope, bytes: usize) -> Self {
+    pub fn with_capacity(bytes: usize) -> Self {
         SpanBatch {
-            scope,
             spans: Vec::with_capacity(bytes),
             count: 0,
         }
@@ -68,11 +85,6 @@ impl SpanBatch {
     /// Bytes of encoded spans held.
     pub fn encoded_bytes(&self) -> usize {
         self.spans.len()
-    }
-
-    /// The scope every span of this batch belongs to.
-    pub fn scope(&self) -> &InstrumentationScope {
-        &self.scope
     }
 
     /// How many spans the batch holds.
@@ -84,40 +96,38 @@ impl SpanBatch {
         self.count == 0
     }
 
-    /// Adds `span`, which must be of this batch's scope.
-    pub fn push(&mut self, span: &SpanData) {
+    /// Adds `span`.
+    pub fn push(&mut self, span: &Finished<'_>) {
         nested(&mut self.spans, 2, |out| span_body(out, span));
         self.count += 1;
     }
 
     /// The `ScopeSpans` message's length.
-    fn encoded_len(&self, scope: &[u8]) -> usize {
-        field_len(1, scope.len())
-            + self.spans.len()
-            + string_len(3, self.scope.schema_url().unwrap_or_default())
+    fn encoded_len(&self, scope: &EncodedScope) -> usize {
+        field_len(1, scope.body.len()) + self.spans.len() + string_len(3, &scope.schema_url)
     }
 }
 
-/// The `ExportTraceServiceRequest` carrying `batches` (one per scope) under `resource`.
-pub fn request(resource: &EncodedResource, batches: &[SpanBatch]) -> Vec<u8> {
-    let scopes: Vec<Vec<u8>> = batches.iter().map(|b| scope_body(&b.scope)).collect();
-    let resource_spans = field_len(1, resource.body.len())
-        + batches
-            .iter()
-            .zip(&scopes)
-            .map(|(batch, scope)| field_len(2, batch.encoded_len(scope)))
-            .sum::<usize>()
-        + string_len(3, &resource.schema_url);
+/// The `ExportTraceServiceRequest` carrying `batch` (no `ScopeSpans` when it is empty) under
+/// `resource` and `scope`.
+pub fn request(resource: &EncodedResource, scope: &EncodedScope, batch: &SpanBatch) -> Vec<u8> {
+    let scope_spans = if batch.is_empty() {
+        0
+    } else {
+        field_len(2, batch.encoded_len(scope))
+    };
+    let resource_spans =
+        field_len(1, resource.body.len()) + scope_spans + string_len(3, &resource.schema_url);
     let mut out = Vec::with_capacity(field_len(1, resource_spans));
     frame(&mut out, 1, resource_spans);
     frame(&mut out, 1, resource.body.len());
     out.extend_from_slice(&resource.body);
-    for (batch, scope) in batches.iter().zip(&scopes) {
+    if !batch.is_empty() {
         frame(&mut out, 2, batch.encoded_len(scope));
-        frame(&mut out, 1, scope.len());
-        out.extend_from_slice(scope);
+        frame(&mut out, 1, scope.body.len());
+        out.extend_from_slice(&scope.body);
         out.extend_from_slice(&batch.spans);
-        string(&mut out, 3, batch.scope.schema_url().unwrap_or_default());
+        string(&mut out, 3, &scope.schema_url);
     }
     string(&mut out, 3, &resource.schema_url);
     out
@@ -131,48 +141,21 @@ fn scope_body(scope: &InstrumentationScope) -> Vec<u8> {
     out
 }
 
-fn span_body(out: &mut Vec<u8>, span: &SpanData) {
-    let context = &span.span_context;
-    bytes(out, 1, &context.trace_id().to_bytes());
-    bytes(out, 2, &context.span_id().to_bytes());
-    string(out, 3, &context.trace_state().header());
+fn span_body(out: &mut Vec<u8>, span: &Finished<'_>) {
+    bytes(out, 1, &span.trace_id.to_bytes());
+    bytes(out, 2, &span.span_id.to_bytes());
+    string(out, 3, span.trace_state);
     if span.parent_span_id != SpanId::INVALID {
         bytes(out, 4, &span.parent_span_id.to_bytes());
     }
-    string(out, 5, &span.name);
-    varint(out, 6, kind(&span.span_kind));
-    fixed64(out, 7, nanos(span.start_time));
-    fixed64(out, 8, nanos(span.end_time));
-    attributes(out, 9, &span.attributes);
-    varint(out, 10, span.dropped_attributes_count.into());
-    for event in span.events.iter() {
-        nested(out, 11, |out| {
-            fixed64(out, 1, nanos(event.timestamp));
-            string(out, 2, &event.name);
-            attributes(out, 3, &event.attributes);
-            varint(out, 4, event.dropped_attributes_count.into());
-        });
-    }
-    varint(out, 12, span.events.dropped_count.into());
-    for link in span.links.iter() {
-        let context = &link.span_context;
-        nested(out, 13, |out| {
-            bytes(out, 1, &context.trace_id().to_bytes());
-            bytes(out, 2, &context.span_id().to_bytes());
-            string(out, 3, &context.trace_state().header());
-            attributes(out, 4, &link.attributes);
-            varint(out, 5, link.dropped_attributes_count.into());
-            fixed32(
-                out,
-                6,
-                flags(context.is_remote(), context.trace_flags().to_u8()),
-            );
-        });
-    }
-    varint(out, 14, span.links.dropped_count.into());
+    string(out, 5, span.name);
+    varint(out, 6, kind(&span.kind));
+    fixed64(out, 7, nanos(span.start));
+    fixed64(out, 8, nanos(span.end));
+    attributes(out, 9, span.attributes);
     // Always present, as the SDK's own conversion sends it.
     nested(out, 15, |out| {
-        let (code, message) = match &span.status {
+        let (code, message) = match span.status {
             Status::Unset => (0, ""),
             Status::Ok => (1, ""),
             Status::Error { description } => (2, description.as_ref()),
@@ -180,11 +163,7 @@ fn span_body(out: &mut Vec<u8>, span: &SpanData) {
         string(out, 2, message);
         varint(out, 3, code);
     });
-    fixed32(
-        out,
-        16,
-        flags(span.parent_span_is_remote, context.trace_flags().to_u8()),
-    );
+    fixed32(out, 16, flags(span.parent_is_remote, span.flags.to_u8()));
 }
 
 fn flags(remote: bool, trace_flags: u8) -> u32 {

@@ -2,11 +2,13 @@
 //! own conversion of the same spans gives.
 
 use std::borrow::Cow;
+use std::str::FromStr;
 use std::time::{Duration, SystemTime};
 
-use mcpflow_telemetry::otlp::{EncodedResource, SpanBatch, request};
+use mcpflow_telemetry::otlp::{EncodedResource, EncodedScope, SpanBatch, request};
+use mcpflow_telemetry::trace::Finished;
 use opentelemetry::trace::{
-    Event, Link, SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+    SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -24,16 +26,7 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
-fn context(trace: u128, span: u64, remote: bool) -> SpanContext {
-    let state = TraceState::from_key_value([("vendor", "v1")]).expect("a valid trace state");
-    SpanContext::new(
-        TraceId::from(trace),
-        SpanId::from(span),
-        TraceFlags::SAMPLED,
-        remote,
-        state,
-    )
-}
+const STATE: &str = "vendor=v1";
 
 /// Every kind of value, lengths past one and two varint bytes, text that is not ASCII.
 fn attributes() -> Vec<KeyValue> {
@@ -62,48 +55,84 @@ fn attributes() -> Vec<KeyValue> {
     ]
 }
 
-fn span(n: u64, status: Status, parent: SpanId, remote_parent: bool) -> SpanData {
-    let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(1_764_000_000_123_456_789 + n);
-    // Both are non-exhaustive: made by default, then filled.
-    let mut events = SpanEvents::default();
-    events.events = vec![Event::new(
-        "exception",
-        start,
-        vec![KeyValue::new("exception.message", "boom")],
-        1,
-    )];
-    events.dropped_count = 2;
-    let mut links = SpanLinks::default();
-    links.links = vec![Link::new(
-        context(0xfeed, 0xbeef, true),
-        vec![KeyValue::new("link", true)],
-        3,
-    )];
-    SpanData {
-        span_context: context(0xabc0 + u128::from(n), 0x10 + n, false),
-        parent_span_id: parent,
-        parent_span_is_remote: remote_parent,
-        span_kind: [
+/// A span as the sink sees it, owned: the test's spans are made of these.
+struct Owned {
+    n: u64,
+    status: Status,
+    parent: SpanId,
+    remote_parent: bool,
+    name: String,
+    attributes: Vec<KeyValue>,
+}
+
+impl Owned {
+    fn start(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(1_764_000_000_123_456_789 + self.n)
+    }
+
+    fn kind(&self) -> SpanKind {
+        [
             SpanKind::Internal,
             SpanKind::Server,
             SpanKind::Client,
             SpanKind::Producer,
             SpanKind::Consumer,
-        ][(n % 5) as usize]
-            .clone(),
-        name: Cow::Owned(format!("tools/call tool-{n}")),
-        start_time: start,
-        end_time: start + Duration::from_micros(250),
-        attributes: attributes(),
-        dropped_attributes_count: n as u32,
-        events,
-        links,
-        status,
-        instrumentation_scope: scope(),
+        ][(self.n % 5) as usize]
+            .clone()
+    }
+
+    fn finished(&self) -> Finished<'_> {
+        Finished {
+            trace_id: TraceId::from(0xabc0 + u128::from(self.n)),
+            span_id: SpanId::from(0x10 + self.n),
+            flags: TraceFlags::SAMPLED,
+            // Only some spans inherit a trace state.
+            trace_state: if self.n.is_multiple_of(2) { STATE } else { "" },
+            parent_span_id: self.parent,
+            parent_is_remote: self.remote_parent,
+            name: &self.name,
+            kind: self.kind(),
+            start: self.start(),
+            end: self.start() + Duration::from_micros(250),
+            attributes: &self.attributes,
+            status: &self.status,
+        }
+    }
+
+    /// The same span as the SDK's `SpanData`, for the official conversion.
+    fn span_data(&self) -> SpanData {
+        let span = self.finished();
+        let state = TraceState::from_str(span.trace_state).expect("a valid trace state");
+        SpanData {
+            span_context: SpanContext::new(span.trace_id, span.span_id, span.flags, false, state),
+            parent_span_id: span.parent_span_id,
+            parent_span_is_remote: span.parent_is_remote,
+            span_kind: span.kind,
+            name: Cow::Owned(self.name.clone()),
+            start_time: span.start,
+            end_time: span.end,
+            attributes: self.attributes.clone(),
+            dropped_attributes_count: 0,
+            events: SpanEvents::default(),
+            links: SpanLinks::default(),
+            status: self.status.clone(),
+            instrumentation_scope: scope(),
+        }
     }
 }
 
-fn spans() -> Vec<SpanData> {
+fn span(n: u64, status: Status, parent: SpanId, remote_parent: bool) -> Owned {
+    Owned {
+        n,
+        status,
+        parent,
+        remote_parent,
+        name: format!("tools/call tool-{n}"),
+        attributes: if n == 4 { Vec::new() } else { attributes() },
+    }
+}
+
+fn spans() -> Vec<Owned> {
     vec![
         span(0, Status::Unset, SpanId::INVALID, false),
         span(1, Status::Ok, SpanId::from(0x10), false),
@@ -131,63 +160,44 @@ fn resource() -> Resource {
         .build()
 }
 
+fn theirs(spans: &[Owned], resource: &Resource) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: group_spans_by_resource_and_scope(
+            spans.iter().map(Owned::span_data).collect(),
+            &ResourceAttributesWithSchema::from(resource),
+        ),
+    }
+}
+
 #[test]
 fn encoded_spans_decode_to_the_sdk_conversion() {
     let resource = resource();
-    let mut batch = SpanBatch::new(scope());
-    for span in spans() {
-        batch.push(&span);
+    let spans = spans();
+    let mut batch = SpanBatch::new();
+    for span in &spans {
+        batch.push(&span.finished());
     }
     assert_eq!(batch.len(), 5);
-    let bytes = request(&EncodedResource::from(&resource), &[batch]);
+    let bytes = request(
+        &EncodedResource::from(&resource),
+        &EncodedScope::from(&scope()),
+        &batch,
+    );
     let ours = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("bytes OTLP decodes");
-    let theirs = ExportTraceServiceRequest {
-        resource_spans: group_spans_by_resource_and_scope(
-            spans(),
-            &ResourceAttributesWithSchema::from(&resource),
-        ),
-    };
+    let theirs = theirs(&spans, &resource);
     assert_eq!(ours, theirs);
     // And byte for byte what prost writes for them, so a strict collector sees nothing new.
     assert_eq!(bytes.len(), theirs.encoded_len());
 }
 
 #[test]
-fn spans_of_two_scopes_are_grouped_as_the_sdk_groups_them() {
-    let resource = resource();
-    let other = InstrumentationScope::builder("other").build();
-    let mut spans = spans();
-    spans[1].instrumentation_scope = other.clone();
-    spans[3].instrumentation_scope = other.clone();
-    let mut batches = vec![SpanBatch::new(scope()), SpanBatch::new(other)];
-    for span in &spans {
-        let batch = batches
-            .iter_mut()
-            .find(|b| *b.scope() == span.instrumentation_scope)
-            .expect("a batch per scope");
-        batch.push(span);
-    }
-    let bytes = request(&EncodedResource::from(&resource), &batches);
-    let ours = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("decodes");
-    let theirs = ExportTraceServiceRequest {
-        resource_spans: group_spans_by_resource_and_scope(
-            spans,
-            &ResourceAttributesWithSchema::from(&resource),
-        ),
-    };
-    assert_eq!(ours, theirs);
-}
-
-#[test]
 fn no_spans_and_an_empty_resource_still_decode() {
     let resource = Resource::builder_empty().build();
-    let bytes = request(&EncodedResource::from(&resource), &[]);
+    let bytes = request(
+        &EncodedResource::from(&resource),
+        &EncodedScope::from(&scope()),
+        &SpanBatch::new(),
+    );
     let ours = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("decodes");
-    let theirs = ExportTraceServiceRequest {
-        resource_spans: group_spans_by_resource_and_scope(
-            Vec::new(),
-            &ResourceAttributesWithSchema::from(&resource),
-        ),
-    };
-    assert_eq!(ours, theirs);
+    assert_eq!(ours, theirs(&[], &resource));
 }

@@ -5,7 +5,8 @@
 //! Why not the SDK's batch processor: it moves each `SpanData` through a channel into a batch
 //! on its own thread and frees it there, so every span was copied twice and its allocations
 //! freed across threads; a traced call cost ~3 points more CPU than its instructions showed
-//! (bench/README.md, telemetry, 2026-11-27). The knobs are the SDK's, from the same variables:
+//! (bench/README.md, telemetry, 2026-11-27). It is the [`Sink`] `mcpflow_telemetry::trace`'s
+//! spans end into. The knobs are the SDK's, from the same variables:
 //! `OTEL_BSP_MAX_QUEUE_SIZE` (2048 spans buffered; past it new spans are dropped and counted),
 //! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512 per request) and `OTEL_BSP_SCHEDULE_DELAY` (5000 ms).
 
@@ -15,11 +16,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use mcpflow_telemetry::otlp::{EncodedResource, SpanBatch, request};
-use opentelemetry::Context;
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
+use mcpflow_telemetry::otlp::{EncodedResource, EncodedScope, SpanBatch, request};
+use mcpflow_telemetry::trace::{Finished, Sink};
 
 use super::env;
 use super::export::Exporter;
@@ -66,16 +64,17 @@ struct Shared {
     work: Condvar,
     /// Wakes those waiting for a flush: everything asked for has been sent.
     done: Condvar,
-    resource: Mutex<EncodedResource>,
+    resource: EncodedResource,
+    scope: EncodedScope,
     exporter: Exporter,
     dropped: AtomicU64,
 }
 
 struct State {
-    /// The batch being filled: one per instrumentation scope (mcpflow has one).
-    filling: Vec<SpanBatch>,
+    /// The batch being filled.
+    filling: SpanBatch,
     /// Full batches waiting for the export thread.
-    full: VecDeque<Vec<SpanBatch>>,
+    full: VecDeque<SpanBatch>,
     /// Spans buffered in all (filling, full and being sent): the queue's size.
     queued: usize,
     /// Flushes asked for and flushes done: a flush waits until `flushed` reaches its number.
@@ -89,7 +88,7 @@ struct State {
 impl State {
     fn new() -> State {
         State {
-            filling: Vec::new(),
+            filling: SpanBatch::new(),
             full: VecDeque::new(),
             queued: 0,
             flush_asked: 0,
@@ -100,16 +99,12 @@ impl State {
     }
 
     fn seal(&mut self) {
-        let bytes: usize = self.filling.iter().map(SpanBatch::encoded_bytes).sum();
-        if let Some(per_span) = bytes.checked_div(spans(&self.filling)) {
+        let bytes = self.filling.encoded_bytes();
+        if let Some(per_span) = bytes.checked_div(self.filling.len()) {
             self.span_bytes = per_span.max(1);
             self.full.push_back(std::mem::take(&mut self.filling));
         }
     }
-}
-
-fn spans(batches: &[SpanBatch]) -> usize {
-    batches.iter().map(SpanBatch::len).sum()
 }
 
 impl std::fmt::Debug for EncodingProcessor {
@@ -121,13 +116,19 @@ impl std::fmt::Debug for EncodingProcessor {
 }
 
 impl EncodingProcessor {
-    pub(super) fn new(exporter: Exporter, settings: Settings) -> Result<Self, String> {
+    pub(super) fn new(
+        exporter: Exporter,
+        settings: Settings,
+        resource: EncodedResource,
+        scope: EncodedScope,
+    ) -> Result<Self, String> {
         let shared = Arc::new(Shared {
             settings,
             state: Mutex::new(State::new()),
             work: Condvar::new(),
             done: Condvar::new(),
-            resource: Mutex::new(EncodedResource::default()),
+            resource,
+            scope,
             exporter,
             dropped: AtomicU64::new(0),
         });
@@ -191,16 +192,13 @@ impl Shared {
                 }
                 continue;
             }
-            let Some(batches) = state.full.pop_front() else {
+            let Some(batch) = state.full.pop_front() else {
                 continue;
             };
-            let spans = spans(&batches);
+            let spans = batch.len();
             drop(state);
-            let body = {
-                let resource = self.resource.lock().unwrap_or_else(|e| e.into_inner());
-                request(&resource, &batches)
-            };
-            drop(batches);
+            let body = request(&self.resource, &self.scope, &batch);
+            drop(batch);
             if let Err(why) = self.exporter.send(body) {
                 tracing::warn!("traces: {spans} span(s) not exported: {why}");
             }
@@ -211,60 +209,49 @@ impl Shared {
     }
 }
 
-impl SpanProcessor for EncodingProcessor {
-    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
+impl Sink for EncodingProcessor {
+    fn on_end(&self, span: &Finished<'_>) {
+        self.shared.push(span);
+    }
+}
 
-    fn on_end(&self, span: SpanData) {
-        if !span.span_context.is_sampled() {
-            return;
-        }
-        let shared = &self.shared;
-        let mut state = shared.lock();
+impl Shared {
+    fn push(&self, span: &Finished<'_>) {
+        let mut state = self.lock();
         if state.stopping {
             return;
         }
-        if state.queued >= shared.settings.max_queue {
+        if state.queued >= self.settings.max_queue {
             drop(state);
-            if shared.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+            if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(
                     "traces: the export queue is full ({} spans): spans are dropped until it \
                      drains (OTEL_BSP_MAX_QUEUE_SIZE)",
-                    shared.settings.max_queue
+                    self.settings.max_queue
                 );
             }
             return;
         }
-        match state
-            .filling
-            .iter_mut()
-            .find(|b| *b.scope() == span.instrumentation_scope)
-        {
-            Some(batch) => batch.push(&span),
-            None => {
-                // Room for a full batch of spans of the last batch's size and a little more,
-                // within reason: a batch that ends at the schedule delay may hold one span.
-                let room = (shared.settings.max_batch * state.span_bytes * 9 / 8).min(4 << 20);
-                let mut batch = SpanBatch::with_capacity(span.instrumentation_scope.clone(), room);
-                batch.push(&span);
-                state.filling.push(batch);
-            }
+        if state.filling.is_empty() {
+            // Room for a full batch of spans of the last batch's size and a little more,
+            // within reason: a batch that ends at the schedule delay may hold one span.
+            let room = (self.settings.max_batch * state.span_bytes * 9 / 8).min(4 << 20);
+            state.filling = SpanBatch::with_capacity(room);
         }
+        state.filling.push(span);
         state.queued += 1;
-        if spans(&state.filling) >= shared.settings.max_batch {
+        if state.filling.len() >= self.settings.max_batch {
             state.seal();
-            shared.work.notify_one();
+            self.work.notify_one();
         }
-        // `span` is freed here, on the thread that made it.
     }
+}
 
-    fn force_flush(&self) -> OTelSdkResult {
-        self.flush();
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+impl EncodingProcessor {
+    /// Sends what is buffered, stops the export thread and takes no span after it.
+    pub(super) fn shutdown(&self) {
         let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() else {
-            return Err(OTelSdkError::AlreadyShutdown);
+            return;
         };
         self.flush();
         self.shared.lock().stopping = true;
@@ -274,14 +261,5 @@ impl SpanProcessor for EncodingProcessor {
         if dropped > 0 {
             tracing::warn!("traces: {dropped} span(s) dropped in all (the export queue was full)");
         }
-        Ok(())
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        *self
-            .shared
-            .resource
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = EncodedResource::from(resource);
     }
 }
