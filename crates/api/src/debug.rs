@@ -1,6 +1,7 @@
 //! Debug control of a live run over HTTP: pause, resume, step, stop, and breakpoints (with
 //! an optional JSONata condition) set and cleared while it runs. Any live run can be
 //! controlled, whoever started it; an action that does not apply to the run's state is 409.
+//! A run this replica does not hold is controlled on the replica that does (`fleet.rs`).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use serde_json::{Value as Json, json};
 
 use crate::Api;
 use crate::error::ApiError;
+use crate::fleet::Action;
 use crate::http::{body_object, json_response, ok};
 use crate::registry::LiveRun;
 use crate::runs::breakpoint_of;
@@ -68,11 +70,29 @@ async fn live_or_known(api: &Api, id: &str, action: &str) -> Result<Arc<LiveRun>
     }
 }
 
+/// The answer of the replica holding run `id`, when this one does not hold it and another
+/// one does.
+async fn elsewhere(
+    api: &Api,
+    id: &str,
+    action: Action,
+    node: Option<&str>,
+    body: &[u8],
+) -> Option<Response> {
+    if api.registry().get(id).is_some() {
+        return None;
+    }
+    crate::fleet::control(api, id, action, node, body).await
+}
+
 fn answer(run: &LiveRun) -> Response {
     ok(&json!({"id": &*run.id, "status": run.status(), "debug": debug_json(&run.control)}))
 }
 
 pub async fn pause(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    if let Some(remote) = elsewhere(&api, &id, Action::Pause, None, &[]).await {
+        return remote;
+    }
     match live_or_known(&api, &id, "pause").await {
         Ok(run) => {
             run.control.pause();
@@ -94,6 +114,9 @@ async fn when_paused(api: &Api, id: &str, action: &str) -> Result<Arc<LiveRun>, 
 }
 
 pub async fn resume(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    if let Some(remote) = elsewhere(&api, &id, Action::Resume, None, &[]).await {
+        return remote;
+    }
     match when_paused(&api, &id, "resume").await {
         Ok(run) => {
             run.control.resume();
@@ -104,6 +127,9 @@ pub async fn resume(State(api): State<Api>, Path(id): Path<String>) -> Response 
 }
 
 pub async fn step(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    if let Some(remote) = elsewhere(&api, &id, Action::Step, None, &[]).await {
+        return remote;
+    }
     match when_paused(&api, &id, "step").await {
         Ok(run) => {
             run.control.step();
@@ -114,6 +140,9 @@ pub async fn step(State(api): State<Api>, Path(id): Path<String>) -> Response {
 }
 
 pub async fn stop(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    if let Some(remote) = elsewhere(&api, &id, Action::Stop, None, &[]).await {
+        return remote;
+    }
     match live_or_known(&api, &id, "stop").await {
         Ok(run) => {
             run.control.stop();
@@ -135,6 +164,11 @@ pub async fn set_breakpoint(
     Path((id, node)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
+    if let Some(remote) =
+        elsewhere(&api, &id, Action::SetBreakpoint, Some(node.as_str()), &body).await
+    {
+        return remote;
+    }
     let set = async {
         let run = live_or_known(&api, &id, "take a breakpoint").await?;
         let body = body_object(&body)?;
@@ -160,6 +194,11 @@ pub async fn clear_breakpoint(
     State(api): State<Api>,
     Path((id, node)): Path<(String, String)>,
 ) -> Response {
+    if let Some(remote) =
+        elsewhere(&api, &id, Action::ClearBreakpoint, Some(node.as_str()), &[]).await
+    {
+        return remote;
+    }
     let run = match live_or_known(&api, &id, "clear a breakpoint").await {
         Ok(run) => run,
         Err(e) => return e.into_response(),

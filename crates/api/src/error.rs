@@ -94,7 +94,8 @@ impl From<SessionError> for ApiError {
             SessionError::Expired { .. }
             | SessionError::Ended { .. }
             | SessionError::Busy(_)
-            | SessionError::ConfigChanged { .. } => ApiError::conflict(message),
+            | SessionError::ConfigChanged { .. }
+            | SessionError::MigrationRequired { .. } => ApiError::conflict(message),
             SessionError::NotYours(_) => ApiError::forbidden(message),
             SessionError::TooManyRuns(_) => ApiError::too_many_runs(message),
             SessionError::Store(_) => {

@@ -46,6 +46,7 @@ pub mod admin;
 mod debug;
 mod edit;
 mod error;
+mod fleet;
 mod graph;
 mod http;
 pub mod metrics;
@@ -173,6 +174,13 @@ impl Api {
         }
     }
 
+    /// Serves the fleet's requests (live events and debug control of the runs this replica
+    /// holds, for watchers on other replicas on the same PostgreSQL store), for the life of
+    /// the process. Nothing on a store without a fleet (SQLite). Call after [`Api::attach`].
+    pub fn join_fleet(&self) {
+        tokio::spawn(fleet::serve(self.clone()));
+    }
+
     pub fn registry(&self) -> &Arc<Registry> {
         &self.inner.registry
     }
@@ -245,11 +253,15 @@ async fn openapi() -> Response {
 async fn events_of_run(State(api): State<Api>, Path(id): Path<String>) -> Response {
     match api.registry().get(&id) {
         Some(run) => stream::run_stream(api.registry(), run),
-        None => ApiError::not_found(format!(
-            "no live or recently watched run {id:?}: only those have an event stream (GET \
+        None => match fleet::watch(&api, &id).await {
+            // Held live by another replica on the same store.
+            Some(remote) => remote,
+            None => ApiError::not_found(format!(
+                "no live or recently watched run {id:?}: only those have an event stream (GET \
              /api/runs/{id} shows a stored run's history)"
-        ))
-        .into_response(),
+            ))
+            .into_response(),
+        },
     }
 }
 

@@ -126,6 +126,14 @@ impl SourceMap {
         self.files.len() - 1
     }
 
+    /// Every file read, as (name as shown in messages, text): the config, a merged
+    /// `mcp.json`, the included files and the scripts inside the config's directory.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.files
+            .iter()
+            .map(|f| (f.name.as_str(), f.text.as_str()))
+    }
+
     pub(crate) fn insert(&mut self, pointer: String, span: Span) {
         self.spans.insert(pointer, span);
     }

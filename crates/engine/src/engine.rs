@@ -161,6 +161,10 @@ impl Engine {
         self.inner.observer.set(observer)
     }
 
+    pub(crate) fn observer(&self) -> Option<Arc<dyn Observe>> {
+        self.inner.observer.get().cloned()
+    }
+
     /// Tells the observer, if any, that run `id` starts; gives `events` the channel it asks
     /// for when the run has none.
     pub(crate) fn observe_start(

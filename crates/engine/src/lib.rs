@@ -55,7 +55,7 @@ mod spans;
 pub use caller::{Caller, RunLimit, RunSlot, TooManyRuns};
 pub use compile::check;
 pub use control::{Breakpoint, Control, DebugState, PausedLine};
-pub use durable::{Durability, SessionError};
+pub use durable::{Durability, SessionError, Versions};
 pub use engine::{Engine, MAX_PREDECESSORS, ToolInfo};
 pub use error::{RunError, RunErrorKind};
 pub use event::Event;

@@ -27,6 +27,7 @@ mod serve;
 mod state;
 mod telemetry;
 mod upstream_cmd;
+mod versions;
 
 use std::process::ExitCode;
 

@@ -207,13 +207,14 @@ impl Reloader {
             .map_err(|e| self.refuse(key.clone(), e.to_string()))?;
         // A config that compiled is keyed by its version: no second hash of it.
         let version = key.clone();
+        let mcp_json = self.args.config.mcp.as_deref();
+        let owner = self.owner.clone();
         match running.engine.durability() {
             Some(d) => {
-                crate::state::pin(&engine, &loaded, d.store.clone(), self.owner.clone()).await?
+                crate::state::pin(&engine, &loaded, d.store.clone(), mcp_json, owner).await?
             }
             None => {
-                crate::state::attach(&engine, &loaded, &self.args.state, self.owner.clone())
-                    .await?;
+                crate::state::attach(&engine, &loaded, &self.args.state, mcp_json, owner).await?;
             }
         }
         let server = self

@@ -52,8 +52,14 @@ pub async fn run(args: RunArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let store = match crate::state::attach(&engine, &loaded, &args.state, crate::state::owner(None))
-        .await
+    let store = match crate::state::attach(
+        &engine,
+        &loaded,
+        &args.state,
+        args.mcp.as_deref(),
+        crate::state::owner(None),
+    )
+    .await
     {
         Ok(store) => store,
         Err(e) => {

@@ -476,7 +476,8 @@ async fn continue_session(
         Err(code) => return code,
     };
     let owner = crate::state::owner(None);
-    let store = match crate::state::attach(&engine, &loaded, &args.state, owner).await {
+    let mcp_json = config.mcp.as_deref();
+    let store = match crate::state::attach(&engine, &loaded, &args.state, mcp_json, owner).await {
         Ok(Some(store)) => store,
         Ok(None) => return fail("no store: give --store or --state, or a config whose tools wait"),
         Err(e) => return fail(e),

@@ -218,6 +218,8 @@ fn run_api(live: &LiveServer, reloader: Arc<Reloader>) -> mcpflow_api::Api {
         Box::pin(async move { reloader.reload(crate::reload::Trigger::Admin).await })
     });
     api.attach(live.current().engine());
+    // Replicas on one PostgreSQL store watch and debug each other's runs.
+    api.join_fleet();
     api
 }
 

@@ -81,6 +81,7 @@ pub async fn attach(
     engine: &Engine,
     loaded: &Loaded,
     args: &StateArgs,
+    mcp_json: Option<&Path>,
     owner: String,
 ) -> Result<Option<Arc<dyn Store>>, String> {
     let Some(url) = store_url(
@@ -93,24 +94,28 @@ pub async fn attach(
     };
     let store = open(&url).await?;
     tracing::info!(store = %redact_url(&url), backend = store.backend(), "keeping runs and sessions");
-    pin(engine, loaded, store.clone(), owner).await?;
+    pin(engine, loaded, store.clone(), mcp_json, owner).await?;
     Ok(Some(store))
 }
 
-/// Keeps `loaded`'s source in `store` under its version, and attaches the store to `engine`,
-/// whose runs are then pinned to that version.
+/// Keeps `loaded`'s files in `store` under its version, and attaches the store to `engine`,
+/// whose runs are then pinned to that version; runs of other versions go on on theirs,
+/// compiled again from the store when this process does not hold them (versioned sessions).
 pub async fn pin(
     engine: &Engine,
     loaded: &Loaded,
     store: Arc<dyn Store>,
+    mcp_json: Option<&Path>,
     owner: String,
 ) -> Result<(), String> {
     let version = mcpflow_config::version(&loaded.config);
     // The text as written (no secret is interpolated into it), for `mcpflow runs show`.
     let source = mcpflow_config::read_text(&loaded.path, mcpflow_config::MAX_FILE_BYTES as u64)
         .unwrap_or_default();
+    let files = serde_json::to_string(&crate::versions::bundle(loaded, mcp_json))
+        .map_err(|e| format!("cannot keep the config's files: {e}"))?;
     store
-        .save_config(&version, &source, now_ms())
+        .save_config(&version, &source, Some(&files), now_ms())
         .await
         .map_err(|e| e.to_string())?;
     let sessions = loaded.config.sessions.unwrap_or_default();
@@ -120,7 +125,15 @@ pub async fn pin(
         .as_ref()
         .map(|s| s.retention())
         .unwrap_or_default();
-    let durability = Durability::new(store, owner, version, sessions).with_retention(retention);
+    let versions = crate::versions::StoredVersions::new(
+        store.clone(),
+        owner.clone(),
+        engine.pool().clone(),
+        mcp_json.map(Path::to_path_buf),
+    );
+    let durability = Durability::new(store, owner, version, sessions)
+        .with_retention(retention)
+        .with_versions(Arc::new(versions));
     if engine.attach_durability(durability).is_err() {
         return Err("the engine already has a store".into());
     }
@@ -149,7 +162,11 @@ pub async fn start(
     args: &crate::cli::ServeArgs,
     owner: String,
 ) -> Result<Option<tokio::task::JoinHandle<()>>, String> {
-    if attach(engine, loaded, &args.state, owner).await?.is_none() {
+    let mcp_json = args.config.mcp.as_deref();
+    if attach(engine, loaded, &args.state, mcp_json, owner)
+        .await?
+        .is_none()
+    {
         return Ok(None);
     }
     engine.recover().await;

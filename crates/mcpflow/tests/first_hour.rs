@@ -165,10 +165,11 @@ fn the_license_file_is_the_one_cargo_toml_names() {
     );
 }
 
-/// A comment added to the config leaves a waiting session continuable; a change to the graph
-/// refuses the continue and says what to do with the stranded session.
+/// A comment added to the config leaves a waiting session continuable; so does a change to
+/// the graph (the session goes on on the version it started on, kept in the store); a change
+/// its author marks with a new `revision` refuses the continue and says what to do.
 #[test]
-fn a_comment_keeps_a_waiting_session_a_graph_change_says_what_to_do() {
+fn a_waiting_session_goes_on_on_its_version_unless_the_tool_revision_changed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("approval.yaml");
     std::fs::copy(repo_example("approval.yaml"), &path).expect("copy");
@@ -207,12 +208,37 @@ fn a_comment_keeps_a_waiting_session_a_graph_change_says_what_to_do() {
     assert_eq!(stdout_json(&done)["total"], 9.0);
 
     let second = start();
-    std::fs::write(&path, original.replace("? 4.5 : 3", "? 5 : 3")).expect("write");
-    let refused = resume(&second);
+    let changed = original.replace("? 4.5 : 3", "? 5 : 3");
+    std::fs::write(&path, &changed).expect("write");
+    let done = resume(&second);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(
+        stdout_json(&done)["total"],
+        9.0,
+        "finished on the graph it started with"
+    );
+
+    let third = start();
+    assert_eq!(
+        stdout_json(&resume(&start()))["total"],
+        10.0,
+        "new runs use the change"
+    );
+    std::fs::write(
+        &path,
+        changed.replace(
+            "  - name: \"order\"\n",
+            "  - name: \"order\"\n    revision: 2\n",
+        ),
+    )
+    .expect("write");
+    let refused = resume(&third);
     assert_eq!(refused.status.code(), Some(1));
     let why = stderr(&refused);
     assert!(
-        why.contains("config changed") && why.contains("cancel"),
+        why.contains("revision 0 of tool `order`")
+            && why.contains("revision 2")
+            && why.contains("cancel"),
         "{why}"
     );
 }

@@ -253,6 +253,12 @@ pub struct ToolDef {
     /// Commit every step, so a run interrupted by a crash restarts from its last completed node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumable: Option<bool>,
+    /// The tool's revision (default 0). A run that waits for its client, or an interrupted
+    /// resumable one, goes on on the config version it started on, whatever changed since;
+    /// raise this when a change must not let runs started before it go on: those are refused
+    /// (to be cancelled and started anew) once the config that raised it is served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
     /// The graph: exactly one `entry` and one `exit` node.
     pub nodes: Vec<Node>,
 }

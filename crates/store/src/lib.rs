@@ -115,6 +115,7 @@ pub use model::{
     RunFilter, RunStats, RunStatsRow, RunStatus, RunSummary, Session, SessionCounts, SessionFilter,
     SessionStatus, SessionUpdate, now_ms,
 };
+pub use sql::MAX_MESSAGE_BYTES as FLEET_MESSAGE_BYTES;
 pub use store::{Store, StoreFuture};
 
 /// Opens (creating if needed) the store at `url` and brings its schema up to date.

@@ -26,14 +26,30 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     // ---- config sources runs are pinned to ----
 
-    /// Keeps the config source a run may be resumed against; idempotent per version.
+    /// Keeps the config a run may be resumed against: `source`, the config file's text as
+    /// written, and `files`, every file it was loaded from (the store does not read it: JSON
+    /// to the binary), so that any process can compile that version again. Idempotent per
+    /// version; saving it again pins it at `now_ms` (see [`Store::purge_configs`]).
     fn save_config<'a>(
         &'a self,
         version: &'a str,
         source: &'a str,
+        files: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, ()>;
     fn get_config<'a>(&'a self, version: &'a str) -> StoreFuture<'a, String>;
+    /// The files of a config version (`None`: stored before they were kept); `NotFound` when
+    /// the version is not kept.
+    fn get_config_files<'a>(&'a self, version: &'a str) -> StoreFuture<'a, Option<String>>;
+    /// Pins `current` (the version this process serves) at `now_ms`, and deletes every other
+    /// version that no run references and that nobody pinned since `idle_before_ms` (so a
+    /// version a replica serves but has not run yet is kept); returns how many were deleted.
+    fn purge_configs<'a>(
+        &'a self,
+        current: &'a str,
+        now_ms: i64,
+        idle_before_ms: i64,
+    ) -> StoreFuture<'a, u64>;
 
     // ---- runs ----
 
@@ -171,6 +187,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes audited calls older than `before_ms`, the oldest first, at most `batch`;
     /// returns how many (call again while it returns `batch`).
     fn purge_audit(&self, before_ms: i64, batch: u32) -> StoreFuture<'_, u64>;
+
+    // ---- the fleet's messages ----
+
+    /// Sends `message` (at most [`FLEET_MESSAGE_BYTES`](crate::FLEET_MESSAGE_BYTES)) to every
+    /// process listening on this store, this one included, as PostgreSQL's NOTIFY: delivered
+    /// at most once, to those listening when it is sent. `Ok(false)`: this backend has no
+    /// fleet (SQLite).
+    fn notify<'a>(&'a self, message: &'a str) -> StoreFuture<'a, bool>;
+    /// The messages sent on this store from now on (PostgreSQL's LISTEN, one connection per
+    /// process, shared); `None` on a backend without a fleet.
+    fn listen(&self) -> StoreFuture<'_, Option<tokio::sync::broadcast::Receiver<String>>>;
 
     // ---- the store itself ----
 

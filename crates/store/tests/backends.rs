@@ -56,6 +56,8 @@ on_both_backends!(
     ended_runs_are_purged,
     retention_keeps_the_newest_and_what_is_still_needed,
     config_sources_are_kept,
+    versions_no_run_references_are_dropped,
+    fleet_messages_reach_every_process,
     footprint_grows_with_data,
     who_started_a_run_is_kept,
     audit_rows_are_listed_by_time_and_purged,
@@ -709,7 +711,7 @@ mod scenario {
             let store = db.open().await;
             let s = waiting_run(&*store, "r1", "a", T0 + 3_600_000).await;
             store
-                .save_config("cfg-1", "version: 1\ntools: []\n", T0)
+                .save_config("cfg-1", "version: 1\ntools: []\n", None, T0)
                 .await
                 .unwrap();
             store.close().await;
@@ -892,12 +894,100 @@ mod scenario {
 
     pub async fn config_sources_are_kept(db: &TestDb) {
         let store = db.open().await;
-        store.save_config("v1", "a: 1", T0).await.unwrap();
-        // First write wins: a version is a content hash, so a second source is the same text.
-        store.save_config("v1", "a: 2", T0 + 1).await.unwrap();
-        store.save_config("v2", "b: 1", T0 + 2).await.unwrap();
+        store.save_config("v1", "a: 1", None, T0).await.unwrap();
+        // First write wins: a version is a content hash, so a second source is the same text;
+        // the files a row stored before they were kept lacks are filled in.
+        store
+            .save_config("v1", "a: 2", Some(r#"{"a.yaml": "a: 1"}"#), T0 + 1)
+            .await
+            .unwrap();
+        store.save_config("v2", "b: 1", None, T0 + 2).await.unwrap();
         assert_eq!(store.get_config("v1").await.unwrap(), "a: 1");
         assert_eq!(store.get_config("v2").await.unwrap(), "b: 1");
+        assert_eq!(
+            store.get_config_files("v1").await.unwrap().as_deref(),
+            Some(r#"{"a.yaml": "a: 1"}"#)
+        );
+        assert_eq!(store.get_config_files("v2").await.unwrap(), None);
+        assert!(matches!(
+            store.get_config_files("v3").await.unwrap_err(),
+            StoreError::NotFound { .. }
+        ));
+    }
+
+    /// A version is dropped once no run references it and no process has pinned it for a
+    /// while; the one a process serves, and any a run started on, stay.
+    pub async fn versions_no_run_references_are_dropped(db: &TestDb) {
+        let store = db.open().await;
+        let files = Some("{}");
+        for v in ["cfg-1", "old", "served", "fresh"] {
+            store.save_config(v, v, files, T0).await.unwrap();
+        }
+        // `cfg-1` is the version `new_run` pins its runs to.
+        waiting_run(&*store, "r1", "a", T0 + 3_600_000).await;
+        // `fresh` is pinned again later: another replica serves it now.
+        store
+            .save_config("fresh", "fresh", files, T0 + 5_000)
+            .await
+            .unwrap();
+        let dropped = store
+            .purge_configs("served", T0 + 10_000, T0 + 1_000)
+            .await
+            .unwrap();
+        assert_eq!(dropped, 1, "only `old` is dropped");
+        assert!(matches!(
+            store.get_config("old").await.unwrap_err(),
+            StoreError::NotFound { .. }
+        ));
+        for kept in ["cfg-1", "served", "fresh"] {
+            assert_eq!(store.get_config(kept).await.unwrap(), kept);
+        }
+        // `served` was pinned by the purge itself, so a later one with a later horizon keeps
+        // it; once its last run is gone, `cfg-1` goes too.
+        store
+            .cancel_session(
+                &store
+                    .list_sessions(&SessionFilter::default())
+                    .await
+                    .unwrap()[0]
+                    .id,
+                T0 + 20_000,
+            )
+            .await
+            .unwrap();
+        let rule = Purge {
+            ended_before_ms: T0 + 30_000,
+            keep_latest: 0,
+            restartable_since_ms: T0 + 30_000,
+            batch: 100,
+        };
+        assert_eq!(store.purge_runs(&rule).await.unwrap(), 1);
+        let dropped = store
+            .purge_configs("other", T0 + 30_000, T0 + 9_000)
+            .await
+            .unwrap();
+        assert_eq!(dropped, 2, "`cfg-1` and `fresh`, not `served`");
+        assert_eq!(store.get_config("served").await.unwrap(), "served");
+    }
+
+    /// What one process sends on a PostgreSQL store, another one listening hears; SQLite has
+    /// no fleet.
+    pub async fn fleet_messages_reach_every_process(db: &TestDb) {
+        let a = db.open().await;
+        let b = db.open().await;
+        let Some(mut heard) = a.listen().await.unwrap() else {
+            assert_eq!(a.backend(), "sqlite");
+            assert!(!b.notify("hello").await.unwrap());
+            return;
+        };
+        assert!(b.notify("hello").await.unwrap());
+        let got = tokio::time::timeout(std::time::Duration::from_secs(10), heard.recv())
+            .await
+            .expect("heard within 10 s")
+            .unwrap();
+        assert_eq!(got, "hello");
+        let too_long = "x".repeat(mcpflow_store::FLEET_MESSAGE_BYTES + 1);
+        assert!(b.notify(&too_long).await.is_err());
     }
 
     pub async fn footprint_grows_with_data(db: &TestDb) {

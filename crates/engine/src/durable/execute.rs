@@ -98,8 +98,9 @@ impl Engine {
         let durability = self.durability().ok_or(SessionError::NoStore)?;
         let run = durability.store.get_run(run_id).await?;
         if run.summary.config_version != durability.config_version
-            && let Some(older) = self.predecessor(&run.summary.config_version)
+            && let Some(older) = self.engine_of_version(&run.summary.config_version).await
         {
+            self.check_revision(&older, &run.summary.tool, run_id)?;
             return Box::pin(older.resume_interrupted(run_id)).await;
         }
         let graph = self

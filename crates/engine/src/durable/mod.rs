@@ -12,13 +12,17 @@
 //! - [`execute`]: a durable execution from its start to its wait or its end;
 //! - [`session`]: continue, cancel and read a waiting run's session;
 //! - [`upkeep`]: what a serving process does in the background (lease heartbeats, session
-//!   expiry, sweeping dead replicas' runs and restarting the resumable ones).
+//!   expiry, sweeping dead replicas' runs and restarting the resumable ones, dropping config
+//!   versions no run references);
+//! - [`versions`]: the engine of the config version a run started on (versioned sessions).
 
 mod execute;
 mod session;
 mod upkeep;
+mod versions;
 
 pub use session::SessionError;
+pub use versions::Versions;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -57,6 +61,8 @@ pub struct Durability {
     pub lease_ms: i64,
     /// Which finished runs the upkeep keeps (`store.retention`).
     pub retention: Retention,
+    /// Compiles the config versions runs started on that this process has not in memory.
+    pub versions: Option<Arc<dyn Versions>>,
     /// Records of plain runs waiting for the store, and those given up.
     ledger: Arc<Ledger>,
 }
@@ -98,8 +104,16 @@ impl Durability {
             max_sessions: sessions.max_count,
             lease_ms: Durability::DEFAULT_LEASE_MS,
             retention: Retention::default(),
+            versions: None,
             ledger: Arc::default(),
         }
+    }
+
+    /// The same, continuing runs of config versions this process does not hold in memory
+    /// through `versions`.
+    pub fn with_versions(mut self, versions: Arc<dyn Versions>) -> Durability {
+        self.versions = Some(versions);
+        self
     }
 
     /// The same, keeping finished runs as `retention` says (the default: 7 days, 10000 runs).

@@ -51,6 +51,17 @@ pub enum SessionError {
         current: String,
     },
     #[error(
+        "session {id:?} was started on revision {started} of tool `{tool}`, and this server \
+         runs revision {current}: its author marked the change as one a waiting run must not \
+         cross; cancel it and start a new run"
+    )]
+    MigrationRequired {
+        id: String,
+        tool: String,
+        started: u64,
+        current: u64,
+    },
+    #[error(
         "input does not match the inputSchema of await node `{node}`: {}; the session is \
          unchanged and still waiting", .errors.join("; ")
     )]
@@ -156,8 +167,9 @@ impl Engine {
         Ok(self.execute_durable(durability, execution).await)
     }
 
-    /// The engine this one succeeded that session `session_id` was started on, if it was
-    /// started before a reload (see [`Engine::succeed`]).
+    /// The engine of the config version session `session_id` was started on, when it is not
+    /// this one's (see [`Engine::engine_of_version`]); refused when the tool's `revision`
+    /// changed since.
     async fn engine_of_session(
         &self,
         tool: &str,
@@ -171,7 +183,11 @@ impl Engine {
         if session.config_version == durability.config_version {
             return Ok(None);
         }
-        Ok(self.predecessor(&session.config_version))
+        let Some(older) = self.engine_of_version(&session.config_version).await else {
+            return Ok(None);
+        };
+        self.check_revision(&older, tool, &session.id)?;
+        Ok(Some(older))
     }
 
     /// A session of `tool` that may be continued now, or why not.

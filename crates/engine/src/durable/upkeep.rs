@@ -1,8 +1,9 @@
 //! The background upkeep of a process that serves durable runs: at start, the runs a stopped
 //! process left running are marked `interrupted` (and the resumable ones restarted); then, on
 //! a timer, this process's leases are renewed, lapsed sessions expired, the runs of dead
-//! replicas swept the same way, and finished runs (and audit rows) beyond the retention
-//! (`store.retention`) deleted. The binary only starts it.
+//! replicas swept the same way, finished runs (and audit rows) beyond the retention
+//! (`store.retention`) deleted, and the config versions no run references any more dropped.
+//! The binary only starts it.
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,10 @@ const PURGE_BATCHES_PER_PASS: usize = 20;
 /// An interrupted run of a resumable tool is restarted by the round that marks it; one whose
 /// restart failed is kept this long whatever the count, for an operator to look at.
 const RESTART_WINDOW_MS: i64 = 10 * 60 * 1000;
+/// A config version no run references is dropped once no process has served it for this
+/// long: every serving process pins its own on each retention pass (once a minute), so a
+/// version a replica serves and has not run yet is never dropped under it.
+const CONFIG_IDLE_MS: i64 = 10 * 60 * 1000;
 
 impl Engine {
     /// At start: marks `interrupted` the runs this replica (same owner) or a dead one left
@@ -141,6 +146,15 @@ async fn purge_finished(d: &Durability) {
         );
     }
     purge_audit(d, rule.ended_before_ms).await;
+    match d
+        .store
+        .purge_configs(&d.config_version, now, now - CONFIG_IDLE_MS)
+        .await
+    {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(count = n, "config versions no run references dropped"),
+        Err(e) => tracing::warn!(error = %e, "could not drop unreferenced config versions"),
+    }
 }
 
 /// Deletes the audit log's rows older than the retention's age. Its count (`maxRuns`) is the

@@ -27,13 +27,40 @@ impl Store for SqlStore {
         &'a self,
         version: &'a str,
         source: &'a str,
+        files: Option<&'a str>,
         now_ms: i64,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(SqlStore::save_config(self, version, source, now_ms))
+        Box::pin(SqlStore::save_config(self, version, source, files, now_ms))
     }
 
     fn get_config<'a>(&'a self, version: &'a str) -> StoreFuture<'a, String> {
         Box::pin(SqlStore::get_config(self, version))
+    }
+
+    fn notify<'a>(&'a self, message: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(SqlStore::notify(self, message))
+    }
+
+    fn listen(&self) -> StoreFuture<'_, Option<tokio::sync::broadcast::Receiver<String>>> {
+        Box::pin(SqlStore::listen(self))
+    }
+
+    fn get_config_files<'a>(&'a self, version: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(SqlStore::get_config_files(self, version))
+    }
+
+    fn purge_configs<'a>(
+        &'a self,
+        current: &'a str,
+        now_ms: i64,
+        idle_before_ms: i64,
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(SqlStore::purge_configs(
+            self,
+            current,
+            now_ms,
+            idle_before_ms,
+        ))
     }
 
     fn create_run<'a>(&'a self, run: &'a NewRun, lease: &'a Lease) -> StoreFuture<'a, ()> {

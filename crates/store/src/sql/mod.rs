@@ -4,6 +4,7 @@
 
 mod audit;
 mod dyn_store;
+mod fleet;
 mod open;
 mod queries;
 mod rows;
@@ -17,6 +18,7 @@ use sqlx::{Any, Transaction};
 use crate::StoreError;
 use crate::target::Backend;
 
+pub use fleet::MAX_MESSAGE_BYTES;
 pub(crate) use open::open_sql;
 
 /// A connection pool plus what messages need to name it.
@@ -26,6 +28,8 @@ pub(crate) struct SqlStore {
     backend: Backend,
     /// The URL without its password.
     url: String,
+    /// PostgreSQL: the fleet's message channel.
+    channel: Option<fleet::Channel>,
 }
 
 type Tx = Transaction<'static, Any>;

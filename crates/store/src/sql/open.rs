@@ -10,7 +10,7 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor, Row, SqlSafeStr};
 use sqlx_core::transaction::TransactionManager;
 
-use super::SqlStore;
+use super::{SqlStore, fleet};
 use crate::StoreError;
 use crate::target::{self, Backend, Target};
 
@@ -37,6 +37,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "audit",
         include_str!("../../migrations/sqlite/0004_audit.sql"),
     ),
+    (
+        5,
+        "config_files",
+        include_str!("../../migrations/sqlite/0005_config_files.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -58,6 +63,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "audit",
         include_str!("../../migrations/postgres/0004_audit.sql"),
+    ),
+    (
+        5,
+        "config_files",
+        include_str!("../../migrations/postgres/0005_config_files.sql"),
     ),
 ];
 
@@ -120,10 +130,13 @@ async fn connect(target: Target) -> Result<SqlStore, StoreError> {
         .connect_with(options)
         .await
         .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
+    let channel = (target.backend == Backend::Postgres)
+        .then(|| fleet::Channel::new(target.connect_url.clone(), target.schema.as_deref()));
     Ok(SqlStore {
         pool,
         backend: target.backend,
         url: redacted,
+        channel,
     })
 }
 

@@ -16,14 +16,21 @@ impl SqlStore {
         &self,
         version: &str,
         source: &str,
+        files: Option<&str>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
+        // A version saved again (a restart, another replica) is pinned anew; the files of a row
+        // stored before they were kept are filled in.
         sqlx::query(
-            "INSERT INTO configs (version, source, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (version) DO NOTHING",
+            "INSERT INTO configs (version, source, files, created_at, pinned_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (version) DO UPDATE SET pinned_at = excluded.pinned_at, \
+             files = COALESCE(configs.files, excluded.files)",
         )
         .bind(version)
         .bind(source)
+        .bind(files)
+        .bind(now_ms)
         .bind(now_ms)
         .execute(&self.pool)
         .await
@@ -39,6 +46,49 @@ impl SqlStore {
             .await?
             .ok_or_else(|| StoreError::not_found("config version", version))?;
         get(&row, "source")
+    }
+
+    pub(super) async fn get_config_files(
+        &self,
+        version: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row = self
+            .fetch_optional(
+                sqlx::query("SELECT files FROM configs WHERE version = $1").bind(version),
+            )
+            .await?
+            .ok_or_else(|| StoreError::not_found("config version", version))?;
+        get(&row, "files")
+    }
+
+    /// Pins `current` at `now_ms`, then deletes the versions no run references that nobody
+    /// pinned since `idle_before_ms`, as one transaction.
+    pub(super) async fn purge_configs(
+        &self,
+        current: &str,
+        now_ms: i64,
+        idle_before_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE configs SET pinned_at = $1 WHERE version = $2")
+            .bind(now_ms)
+            .bind(current)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        let deleted = sqlx::query(
+            "DELETE FROM configs WHERE version <> $1 \
+             AND COALESCE(pinned_at, created_at) < $2 \
+             AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.config_version = configs.version)",
+        )
+        .bind(current)
+        .bind(idle_before_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.err(e))?
+        .rows_affected();
+        self.commit(tx).await?;
+        Ok(deleted)
     }
 
     pub(super) async fn get_run(&self, id: &str) -> Result<Run, StoreError> {
