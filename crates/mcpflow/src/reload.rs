@@ -154,10 +154,20 @@ impl Reloader {
         let _ = self.live.set(live);
     }
 
-    /// Stops the background upkeep of the engine served last.
+    /// Stops the background upkeep of the engine served last, and waits (10 s at most) for
+    /// the records of the runs it finished to reach the store: a server stopping (a rolling
+    /// restart) answered those calls, so their records must not be lost with the process.
     pub async fn stop(&self) {
-        if let Some(task) = self.running.lock().await.upkeep.take() {
+        let mut running = self.running.lock().await;
+        if let Some(task) = running.upkeep.take() {
             task.abort();
+        }
+        if let Some(durability) = running.engine.durability()
+            && !durability
+                .settle_records(std::time::Duration::from_secs(10))
+                .await
+        {
+            tracing::error!("records of finished runs were still waiting for the store at exit");
         }
     }
 

@@ -111,9 +111,9 @@ pub use audit::{AuditFilter, AuditRow, rfc3339};
 pub use error::StoreError;
 pub use ids::new_session_id;
 pub use model::{
-    DEFAULT_SESSION_TTL_MS, Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd,
-    RunFilter, RunStats, RunStatsRow, RunStatus, RunSummary, Session, SessionCounts, SessionFilter,
-    SessionStatus, SessionUpdate, now_ms,
+    DEFAULT_SESSION_TTL_MS, FinishedRun, Footprint, Lease, NewRun, NewSession, Purge, RecordRow,
+    Run, RunEnd, RunFilter, RunStats, RunStatsRow, RunStatus, RunSummary, Session, SessionCounts,
+    SessionFilter, SessionStatus, SessionUpdate, now_ms,
 };
 pub use sql::MAX_MESSAGE_BYTES as FLEET_MESSAGE_BYTES;
 pub use store::{Store, StoreFuture};

@@ -123,6 +123,15 @@ pub struct NewRun {
     pub caller: Option<Value>,
 }
 
+/// A run that could neither wait nor resume, whole, as it is recorded after it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedRun {
+    pub run: NewRun,
+    pub records: Vec<RecordRow>,
+    pub end: RunEnd,
+    pub ended_at: i64,
+}
+
 /// How a run ended, as its owner reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEnd {

@@ -5,8 +5,8 @@ use futures::future::BoxFuture;
 use crate::StoreError;
 use crate::audit::{AuditFilter, AuditRow};
 use crate::model::{
-    Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
-    RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
+    FinishedRun, Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter,
+    RunStats, RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
 };
 
 /// The result of every store operation.
@@ -85,6 +85,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         end: &'a RunEnd,
         ended_at: i64,
     ) -> StoreFuture<'a, ()>;
+
+    /// Writes finished runs as [`Store::save_finished_run`] does, all in one transaction: one
+    /// commit (one fsync) for many runs. Any failure writes none of them.
+    fn save_finished_runs<'a>(&'a self, runs: &'a [FinishedRun]) -> StoreFuture<'a, ()>;
 
     /// Restarts an `interrupted` run of a resumable tool under `lease` (it becomes `running`
     /// again, history kept); any other run is a `Conflict`.

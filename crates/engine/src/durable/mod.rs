@@ -10,6 +10,7 @@
 //! - this file: [`Durability`] (the store and policy an engine keeps runs in), the commit of
 //!   a step, the record of a plain run, and the frame restored from stored records;
 //! - [`execute`]: a durable execution from its start to its wait or its end;
+//! - [`recorder`]: the records of plain runs, queued and written many to a transaction;
 //! - [`session`]: continue, cancel and read a waiting run's session;
 //! - [`upkeep`]: what a serving process does in the background (lease heartbeats, session
 //!   expiry, sweeping dead replicas' runs and restarting the resumable ones, dropping config
@@ -17,6 +18,7 @@
 //! - [`versions`]: the engine of the config version a run started on (versioned sessions).
 
 mod execute;
+mod recorder;
 mod session;
 mod upkeep;
 mod versions;
@@ -26,12 +28,13 @@ pub use versions::Versions;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mcpflow_expr::Value;
 use mcpflow_model::{Retention, SessionsConfig};
 use mcpflow_store::{
-    DEFAULT_SESSION_TTL_MS, Lease, NewRun, RecordRow, RunEnd as StoreEnd, Store, StoreError, now_ms,
+    DEFAULT_SESSION_TTL_MS, FinishedRun, Lease, NewRun, RecordRow, RunEnd as StoreEnd, Store,
+    StoreError, now_ms,
 };
 use serde_json::{Value as Json, json};
 use tokio::sync::broadcast;
@@ -63,25 +66,9 @@ pub struct Durability {
     pub retention: Retention,
     /// Compiles the config versions runs started on that this process has not in memory.
     pub versions: Option<Arc<dyn Versions>>,
-    /// Records of plain runs waiting for the store, and those given up.
-    ledger: Arc<Ledger>,
+    /// Records of plain runs on their way to the store (shared by clones).
+    recorder: Arc<recorder::Recorder>,
 }
-
-/// How records of plain runs fared when the store failed.
-#[derive(Debug, Default)]
-struct Ledger {
-    /// Finished runs held in memory for another try.
-    retrying: AtomicUsize,
-    /// Finished runs whose record was given up, since this process started.
-    lost: AtomicU64,
-}
-
-/// A plain run's record that meets an unavailable store (full disk, database restarting) is
-/// tried again with a growing pause, for this long at most.
-const RECORD_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-/// At most this many finished runs wait in memory for a retry; beyond it, a failed record is
-/// given up (and counted) at once, so a store that is down for long cannot grow the process.
-const MAX_RETRYING: usize = 256;
 
 impl Durability {
     pub const DEFAULT_LEASE_MS: i64 = 30_000;
@@ -97,6 +84,7 @@ impl Durability {
         let session_ttl_ms = i64::try_from(sessions.ttl_seconds().saturating_mul(1000))
             .unwrap_or(DEFAULT_SESSION_TTL_MS);
         Durability {
+            recorder: Arc::new(recorder::Recorder::new(store.clone())),
             store,
             owner,
             config_version,
@@ -105,7 +93,6 @@ impl Durability {
             lease_ms: Durability::DEFAULT_LEASE_MS,
             retention: Retention::default(),
             versions: None,
-            ledger: Arc::default(),
         }
     }
 
@@ -125,7 +112,13 @@ impl Durability {
     /// Finished runs of tools that can neither wait nor resume whose record could not be
     /// written, even after retrying, since this process started (each also logged as an error).
     pub fn unrecorded_runs(&self) -> u64 {
-        self.ledger.lost.load(Ordering::Relaxed)
+        self.recorder.lost()
+    }
+
+    /// Waits until the records of the plain runs finished so far are in the store (or given
+    /// up), for `limit` at most (a server stopping); whether they are.
+    pub async fn settle_records(&self, limit: Duration) -> bool {
+        self.recorder.settle(limit).await
     }
 
     pub fn lease(&self) -> Lease {
@@ -226,9 +219,10 @@ pub(super) fn store_error(history: &History, e: &StoreError) -> RunError {
 impl Durability {
     /// Records a finished run of a tool that can neither wait nor resume: once, at its end,
     /// in the background, so the caller's answer never waits on the store (DESIGN's
-    /// durability shape). A store that is unavailable (full disk, restarting database) is
-    /// tried again for [`RECORD_RETRY_FOR`]; a record given up is logged as an error and
-    /// counted ([`Durability::unrecorded_runs`]), never dropped quietly.
+    /// durability shape). The [`recorder`] writes it with others in one transaction, tries an
+    /// unavailable store (full disk, restarting database) again for a minute, and logs as an
+    /// error and counts ([`Durability::unrecorded_runs`]) a record it gives up, never dropping
+    /// one quietly.
     pub(crate) fn save_plain(
         &self,
         graph: &Graph,
@@ -236,17 +230,6 @@ impl Durability {
         caller: &crate::caller::Caller,
         run: &Run,
     ) {
-        let new = NewRun {
-            id: run.id.to_string(),
-            tool: graph.name().to_owned(),
-            config_version: self.config_version.clone(),
-            args,
-            started_at,
-            resumable: false,
-            started_by: caller.subject().map(str::to_owned),
-            caller: caller.recorded_json(),
-        };
-        let rows: Vec<RecordRow> = run.history.records().iter().map(to_row).collect();
         let end = match (run.output(), run.error()) {
             (Some(v), _) => StoreEnd::Succeeded(v.to_json()),
             _ if run.status == RunStatus::Cancelled => StoreEnd::Cancelled,
@@ -254,50 +237,20 @@ impl Durability {
             // Only a durable run waits, and it is recorded as it goes.
             (None, None) => return,
         };
-        let store = self.store.clone();
-        let ledger = self.ledger.clone();
-        let ended_at = now_ms();
-        tokio::spawn(async move {
-            let started = Instant::now();
-            let mut pause = std::time::Duration::from_millis(100);
-            let mut held = false;
-            let mut tries = 0;
-            let outcome = loop {
-                tries += 1;
-                match store.save_finished_run(&new, &rows, &end, ended_at).await {
-                    Ok(()) => break Ok(()),
-                    // An earlier try whose answer was lost did commit.
-                    Err(StoreError::Conflict { .. }) if tries > 1 => break Ok(()),
-                    Err(e @ StoreError::Unavailable { .. })
-                        if started.elapsed() + pause < RECORD_RETRY_FOR =>
-                    {
-                        if !held {
-                            if ledger.retrying.fetch_add(1, Ordering::AcqRel) >= MAX_RETRYING {
-                                ledger.retrying.fetch_sub(1, Ordering::AcqRel);
-                                break Err(e);
-                            }
-                            held = true;
-                            tracing::warn!(run = %new.id, tool = %new.tool, error = %e, "the finished run could not be recorded yet; trying again");
-                        }
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(std::time::Duration::from_secs(5));
-                    }
-                    Err(e) => break Err(e),
-                }
-            };
-            if held {
-                ledger.retrying.fetch_sub(1, Ordering::AcqRel);
-            }
-            match outcome {
-                Ok(()) if tries > 1 => {
-                    tracing::info!(run = %new.id, tool = %new.tool, tries, "the finished run was recorded after the store came back")
-                }
-                Ok(()) => {}
-                Err(e) => {
-                    let lost = ledger.lost.fetch_add(1, Ordering::Relaxed) + 1;
-                    tracing::error!(run = %new.id, tool = %new.tool, error = %e, unrecorded_since_start = lost, "the finished run could not be recorded and is missing from the store");
-                }
-            }
+        self.recorder.record(FinishedRun {
+            run: NewRun {
+                id: run.id.to_string(),
+                tool: graph.name().to_owned(),
+                config_version: self.config_version.clone(),
+                args,
+                started_at,
+                resumable: false,
+                started_by: caller.subject().map(str::to_owned),
+                caller: caller.recorded_json(),
+            },
+            records: run.history.records().iter().map(to_row).collect(),
+            end,
+            ended_at: now_ms(),
         });
     }
 }

@@ -5,8 +5,8 @@ use futures::future::BoxFuture;
 use super::SqlStore;
 use crate::audit::{AuditFilter, AuditRow};
 use crate::model::{
-    Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter, RunStats,
-    RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
+    FinishedRun, Footprint, Lease, NewRun, NewSession, Purge, RecordRow, Run, RunEnd, RunFilter,
+    RunStats, RunSummary, Session, SessionCounts, SessionFilter, SessionUpdate,
 };
 use crate::store::{Store, StoreFuture};
 use crate::target::Backend;
@@ -96,6 +96,10 @@ impl Store for SqlStore {
         Box::pin(SqlStore::save_finished_run(
             self, run, records, end, ended_at,
         ))
+    }
+
+    fn save_finished_runs<'a>(&'a self, runs: &'a [FinishedRun]) -> StoreFuture<'a, ()> {
+        Box::pin(SqlStore::save_finished_runs(self, runs))
     }
 
     fn take_over_run<'a>(

@@ -8,7 +8,7 @@ use sqlx::AssertSqlSafe;
 use super::rows::{self, get};
 use super::{SqlStore, Tx, is_unique_violation};
 use crate::StoreError;
-use crate::model::{Lease, NewRun, RecordRow, RunEnd, RunStatus, SessionStatus};
+use crate::model::{FinishedRun, Lease, NewRun, RecordRow, RunEnd, RunStatus, SessionStatus};
 
 /// Rows per INSERT statement: 10 parameters each stays far below SQLite's 32,766 and
 /// PostgreSQL's 65,535 bind parameters.
@@ -284,6 +284,27 @@ impl SqlStore {
         self.insert_run(&mut tx, run, end.status(), None, Some((end, ended_at)))
             .await?;
         self.insert_records(&mut tx, &run.id, records).await?;
+        self.commit(tx).await
+    }
+
+    pub(super) async fn save_finished_runs(&self, runs: &[FinishedRun]) -> Result<(), StoreError> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin().await?;
+        for finished in runs {
+            let end = (&finished.end, finished.ended_at);
+            self.insert_run(
+                &mut tx,
+                &finished.run,
+                finished.end.status(),
+                None,
+                Some(end),
+            )
+            .await?;
+            self.insert_records(&mut tx, &finished.run.id, &finished.records)
+                .await?;
+        }
         self.commit(tx).await
     }
 
