@@ -140,8 +140,8 @@ const ChainNode = memo(function ChainNode(props: NodeProps) {
 });
 const nodeTypes = { chain: ChainNode };
 
-const COL = 215;
-const ROW = 120;
+const COL = 190;
+const ROW = 100;
 
 function chainOf(upstream: string, method: Method, pre: Placed[], post: Placed[], problems: (p: Placed) => string | undefined, selected: string | null) {
   const nodes: Node[] = [];
@@ -416,8 +416,8 @@ function HookPanel(props: {
             <label className="field grow">
               <span className="field-name">phase</span>
               <select name="phase" value={hook.phase} onChange={(e) => set({ phase: e.target.value as "pre" | "post" })}>
-                <option value="pre">pre (may rewrite or reject the request)</option>
-                <option value="post">post (may rewrite the response)</option>
+                <option value="pre" title="may rewrite or reject the request">pre: before the call</option>
+                <option value="post" title="may rewrite the response">post: after the call</option>
               </select>
             </label>
             {props.method === "tools/call" && (
