@@ -284,7 +284,10 @@ async fn hooks_are_listed_checked_tried_and_saved_through_the_save_path() {
 #[tokio::test]
 async fn saving_hooks_needs_a_hooks_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = write_config(dir.path(), &config("include: [\"tools/*.yaml\"]\nauthoring: {save: true}\n"));
+    let path = write_config(
+        dir.path(),
+        &config("include: [\"tools/*.yaml\"]\nauthoring: {save: true}\n"),
+    );
     let server = start(&path, &["--watch-ms", "0"]);
     let (http, base) = (reqwest::Client::new(), server.base());
     let (_, flows) = get(&http, format!("{base}/api/hooks")).await;
