@@ -841,6 +841,8 @@ try {
     await expectText(page.locator(".panel-head .status"), "cancelled");
     const { sessions } = await api("GET", "/api/sessions?status=waiting");
     if (sessions.some((s) => s.id === sessionId)) throw new Error("the cancelled session is still waiting");
+    const { runs } = await api("GET", "/api/runs?status=cancelled");
+    if (!runs.some((r) => r.id === started.id)) throw new Error("the runs list does not say the run was cancelled");
   });
 
   await step("the page fits 1280×800 without scrolling the document", async () => {

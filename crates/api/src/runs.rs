@@ -75,8 +75,13 @@ pub(crate) async fn matching(
     };
     let mut seen = std::collections::HashSet::new();
     let mut runs = Vec::new();
+    let stored = api.engine().durability().is_some();
     for r in api.registry().runs() {
         let s = r.status();
+        // A waiting run is the store's to tell: it may have been cancelled or expired since.
+        if stored && s == "waiting" {
+            continue;
+        }
         if keep(&r.tool, &s, r.started_at) {
             runs.push(r.summary());
         }
