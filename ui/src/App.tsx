@@ -1,6 +1,7 @@
 // mcpflow's web UI: graph tools drawn, run from a form and watched live, debugged (breakpoints,
-// step, time travel through the history), past runs and waiting sessions. Routes live in the
-// URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID), so any view can be linked and reloaded.
+// step, time travel through the history), past runs, waiting sessions, upstreams and the hook
+// flows. Routes live in the URL's hash (#/tools/NAME, #/runs/ID, #/sessions/ID,
+// #/hooks/UPSTREAM/METHOD), so any view can be linked and reloaded.
 import { Suspense, lazy, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ENDED } from "./api";
 import type { Breakpoint, Graph, GraphNode, Json, RunRecord, RunSummary, Session, ToolSummary, ToolTiming } from "./api";
@@ -14,12 +15,12 @@ import { WhoAmI, needs, useCan } from "./auth";
 
 import type { NodeRun } from "./useRun";
 
-type Route = { view: "tools" | "runs" | "sessions" | "upstreams" | "edit" | "new"; id?: string };
+type Route = { view: "tools" | "runs" | "sessions" | "upstreams" | "hooks" | "edit" | "new"; id?: string };
 
 function parse(hash: string): Route {
   const [, view, ...rest] = hash.replace(/^#/, "").split("/");
   const id = rest.length ? decodeURIComponent(rest.join("/")) : undefined;
-  if (view === "runs" || view === "sessions" || view === "upstreams" || view === "edit" || view === "new") return { view, id };
+  if (view === "runs" || view === "sessions" || view === "upstreams" || view === "hooks" || view === "edit" || view === "new") return { view, id };
   return { view: "tools", id };
 }
 export function go(view: Route["view"], id?: string) {
@@ -40,6 +41,8 @@ function useRoute(): Route {
 const EditorView = lazy(() => import("./Editor").then((m) => ({ default: m.EditorView })));
 // So is the upstreams view (its list and a tool's schemas).
 const UpstreamsPage = lazy(() => import("./Upstreams").then((m) => ({ default: m.UpstreamsPage })));
+// And the hook flows (their chains, a hook's script and its trial).
+const HooksPage = lazy(() => import("./Hooks").then((m) => ({ default: m.HooksPage })));
 
 const graphs = new Map<string, Promise<Graph>>();
 /** A saved tool is drawn anew. */
@@ -855,21 +858,37 @@ function WaitingForm(props: { sessionId: string; node: string; message?: Json; s
 }
 
 function SessionView(props: { session: Session | undefined; loaded: boolean; id: string; reload: () => void }) {
-  // The session as first seen: once continued it leaves the list, and its answer stays here.
+  // The session as first seen: once continued or cancelled it leaves the list, and what became
+  // of it stays here.
   const [seen, setSeen] = useState<Session | undefined>(props.session);
   useEffect(() => {
     if (props.session) setSeen(props.session);
   }, [props.session]);
   const s = seen;
+  const canAct = useCan("sessions");
   const [done, setDone] = useState<string | null>(null);
+  const [cancelled, setCancelled] = useState(false);
+  const [error, setError] = useState<string | null>(null);
   if (!s && !props.loaded) return <Empty>loading session {props.id}…</Empty>;
   if (!s) return <Empty>session {props.id} is not waiting (it may have been continued, cancelled or expired)</Empty>;
+  const cancel = async () => {
+    setError(null);
+    try {
+      await api.cancelSession(s.id);
+      setCancelled(true);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      props.reload();
+    }
+  };
+  const run = <a href={`#/runs/${encodeURIComponent(s.runId)}`}>open the run</a>;
   return (
     <div className="main-split single">
       <aside className="panel wide" aria-label="Session panel">
         <div className="panel-head">
           <h2>
-            session of {s.tool} <Status status={done ? "continued" : s.status} />
+            session of {s.tool} <Status status={cancelled ? "cancelled" : done ? "continued" : s.status} />
           </h2>
           <p className="muted">
             <code>{props.id}</code>
@@ -878,7 +897,7 @@ function SessionView(props: { session: Session | undefined; loaded: boolean; id:
           </p>
         </div>
         <div className="panel-body">
-          {(
+          {!cancelled && (
             <WaitingForm
               sessionId={s.id}
               node={s.nodeId}
@@ -894,16 +913,14 @@ function SessionView(props: { session: Session | undefined; loaded: boolean; id:
               continued: <a href={`#/runs/${encodeURIComponent(done)}`}>open the run</a>
             </p>
           )}
-          {!done && (
-            <button
-              className="danger"
-              onClick={() =>
-                void api
-                  .cancelSession(s.id)
-                  .then(props.reload)
-                  .catch(() => props.reload())
-              }
-            >
+          {cancelled && (
+            <p data-testid="session-cancelled">
+              cancelled: the run will not go on · {run}
+            </p>
+          )}
+          {error && <div className="error" role="alert">{error}</div>}
+          {!done && !cancelled && (
+            <button className="danger" onClick={() => void cancel()} disabled={!canAct} title={canAct ? undefined : `Cancelling ${needs("sessions")}`}>
               Cancel the session
             </button>
           )}
@@ -949,7 +966,7 @@ export function App() {
   useEffect(() => {
     const on = (e: KeyboardEvent) => {
       if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
-      const view = ({ "1": "tools", "2": "runs", "3": "sessions", "4": "upstreams" } as Record<string, Route["view"]>)[e.key];
+      const view = ({ "1": "tools", "2": "runs", "3": "sessions", "4": "upstreams", "5": "hooks" } as Record<string, Route["view"]>)[e.key];
       if (view) {
         e.preventDefault();
         go(view);
@@ -973,6 +990,7 @@ export function App() {
     ["runs", "Runs", "2"],
     ...(canSessions ? [["sessions", `Sessions${sessions.sessions.length ? ` (${sessions.sessions.length})` : ""}`, "3"] as [Route["view"], string, string]] : []),
     ["upstreams", "Upstreams", "4"],
+    ["hooks", "Hooks", "5"],
   ];
   const title = route.view === "runs" ? "Runs" : route.view === "sessions" ? "Waiting sessions" : "Graph tools";
   const editing = route.view === "edit" || route.view === "new";
@@ -987,11 +1005,11 @@ export function App() {
             </a>
           ))}
         </nav>
-        <span className="keys muted">1·2·3·4 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
+        <span className="keys muted">1–5 views · ↑↓ Enter lists · Tab/Enter nodes · b breakpoint · e edit · F6 F8 F10 debug</span>
         <WhoAmI />
       </header>
       <div className="body">
-        {!editing && route.view !== "upstreams" && <nav className="sidebar" aria-label={title}>
+        {!editing && route.view !== "upstreams" && route.view !== "hooks" && <nav className="sidebar" aria-label={title}>
           <h2 className="side-title">
             {title}
             {route.view === "tools" && canEdit && (
@@ -1024,6 +1042,11 @@ export function App() {
           {canRead && route.view === "upstreams" && (
             <Suspense fallback={<Empty>loading the upstreams view…</Empty>}>
               <UpstreamsPage current={route.id} focusSignal={focusList} open={(id) => go("upstreams", id)} />
+            </Suspense>
+          )}
+          {canRead && route.view === "hooks" && (
+            <Suspense fallback={<Empty>loading the hook flows…</Empty>}>
+              <HooksPage current={route.id} focusSignal={focusList} open={(id) => go("hooks", id)} />
             </Suspense>
           )}
           {route.view === "sessions" && !canSessions && <Empty>Waiting sessions: this view {needs("sessions")}.</Empty>}

@@ -198,6 +198,45 @@ export interface Saved {
   tools: string[];
 }
 
+/** One hook, as in the config's `hooks:` (the keys the editor reads; others are kept as they are). */
+export interface HookDef {
+  id: string;
+  method: "tools/call" | "tools/list";
+  phase: "pre" | "post";
+  appliesTo?: "proxied" | "graph" | "all";
+  upstream?: string;
+  tool?: string;
+  script?: string;
+  graphTool?: string;
+  blocking?: boolean;
+  onHookError?: "closed" | "open";
+  timeoutMs?: number;
+  enabled?: boolean;
+  [key: string]: Json | undefined;
+}
+
+/** The hooks of the config on disk (GET /api/hooks). */
+export interface HookFlows {
+  save: { allowed: boolean; why?: string };
+  file: string | null;
+  version: string | null;
+  upstreams: string[];
+  graphTools: string[];
+  hooks: { hook: HookDef; editable: boolean; writtenAt?: string | null }[];
+}
+
+/** What a hook made of a sample request (POST /api/hooks/try). */
+export interface HookTrial {
+  outcome: "passed" | "rewrote" | "rejected" | "failed";
+  message?: string;
+  rejects: boolean;
+  blocking: boolean;
+  params: Json;
+  response?: Json;
+  logs: { level: string; message: string }[];
+  cpuMs: number;
+}
+
 export class ApiError extends Error {
   constructor(
     public status: number,
@@ -330,6 +369,13 @@ export const api = {
   source: (tool: string) => call<ToolSource>("GET", `/api/tools/${enc(tool)}/source`),
   check: (definition: string, signal?: AbortSignal) => call<Checked>("POST", "/api/authoring/check", { definition }, signal),
   save: (definition: string, base: string | null) => call<Saved>("POST", "/api/authoring/save", { definition, base }),
+  hooks: () => call<HookFlows>("GET", "/api/hooks"),
+  checkHook: (hook: HookDef, signal?: AbortSignal) =>
+    call<{ valid: boolean; problems: Problem[] }>("POST", "/api/hooks/check", { hook }, signal),
+  checkFlow: (flow: string) => call<{ valid: boolean; problems: Problem[]; hooks?: HookDef[] }>("POST", "/api/hooks/check", { flow }),
+  tryHook: (body: { hook: HookDef; upstream: string; params?: Json; response?: Json }) => call<HookTrial>("POST", "/api/hooks/try", body),
+  saveHooks: (hooks: HookDef[], base: string | null) =>
+    call<{ file: string; created: boolean; version: string; hooks: number; tools: string[] }>("POST", "/api/hooks/save", { hooks, base }),
 };
 
 export const ENDED: RunStatus[] = ["succeeded", "failed", "stopped", "cancelled", "interrupted", "expired"];

@@ -688,6 +688,163 @@ try {
     });
   }
 
+  if (editDir) {
+    const chain = page.locator(".hook-chain");
+    const hookNode = (id) => chain.locator(`.hnode[data-hook="${id}"]`);
+    const hooksStatus = page.getByTestId("hooks-status");
+    const hooksFile = join(editDir, "hooks.yaml");
+    // A call of the fixture's echo_text through the gateway (the REST face is an MCP call of
+    // /mcp: the handler, the gateway and its hooks).
+    const echo = (text) => api("POST", "/rest/v1/tools/fixture__echo_text/call", { text });
+    async function saveHooks() {
+      await page.getByRole("button", { name: "Save", exact: true }).click();
+      await expectText(page.getByTestId("hooks-saved"), "served now");
+      await page.getByTestId("hooks-unsaved").waitFor({ state: "detached" });
+    }
+    async function fits() {
+      const size = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]);
+      if (size[0] > 1280 || size[1] > 800) throw new Error(`the page is ${size[0]}×${size[1]}`);
+    }
+    async function x(id) {
+      const box = await hookNode(id).boundingBox();
+      if (!box) throw new Error(`hook ${id} is not drawn`);
+      return box;
+    }
+
+    await step("hooks: a pre hook added to a proxied upstream's flow, its script marked, tried on a sample, saved, and a call through the gateway is rejected by it", async () => {
+      const before = await echo("shout");
+      if (before.isError) throw new Error(`before any hook a shout passes: ${JSON.stringify(before)}`);
+      await page.goto(`${base}/ui/#/tools/sum_to_n`);
+      await node("add").waitFor();
+      await page.keyboard.press("5");
+      await page.waitForURL(/#\/hooks\/fixture%2Ftools%2Fcall$/);
+      await chain.locator('.hnode[data-kind="call"]').waitFor();
+      await chain.locator('.hnode[data-kind="start"]').waitFor();
+      await page.getByRole("button", { name: "Add pre hook" }).click();
+      await hookNode("pre1").waitFor();
+      // Drawn between Start and the upstream call.
+      const [start, pre1, call] = [await chain.locator('.hnode[data-kind="start"]').boundingBox(), await x("pre1"), await chain.locator('.hnode[data-kind="call"]').boundingBox()];
+      if (!(start.x < pre1.x && pre1.x < call.x)) throw new Error("pre1 is not drawn between Start and the upstream call");
+      const panel = page.locator('[aria-label="Hook pre1"]');
+      const script = panel.getByRole("textbox", { name: "Script" });
+      // A syntax error, marked by the server's check at its line.
+      await script.fill("(ctx) => {\n  return ctx.request.params.arguments.text === 'shout'\n    ? {reject: 'no shouting here'\n}");
+      await page.locator('.script-pane .gl.bad').waitFor();
+      await expectText(page.getByTestId("hook-problems"), "line ");
+      await chain.locator('.hnode.has-problem[data-hook="pre1"]').waitFor();
+      await expectText(hooksStatus, "problem");
+      if (!(await page.getByRole("button", { name: "Save", exact: true }).isDisabled())) throw new Error("a hook with a syntax error can be saved");
+      if (!(await panel.getByRole("button", { name: "Try" }).isDisabled())) throw new Error("a hook with a syntax error can be tried");
+      await shot("18-hook-error");
+      await script.fill("(ctx) => ctx.request.params.arguments.text === 'shout'\n  ? {reject: 'no shouting here'}\n  : undefined");
+      await chain.locator('.hnode[data-hook="pre1"]:not(.has-problem)').waitFor();
+      await expectText(hooksStatus, "valid");
+      // Tried on a sample in the sandbox: the verdict a served hook would give.
+      const sample = panel.getByRole("textbox", { name: "Sample request" });
+      await sample.fill(JSON.stringify({ name: "echo_text", arguments: { text: "shout" } }));
+      await panel.getByRole("button", { name: "Try" }).click();
+      await expectText(page.getByTestId("trial"), "rejected: no shouting here");
+      await expectText(page.getByTestId("trial"), "the call would be refused");
+      await shot("19-hook-try");
+      await sample.fill(JSON.stringify({ name: "echo_text", arguments: { text: "calm" } }));
+      await panel.getByRole("button", { name: "Try" }).click();
+      await page.locator('[data-testid="trial"][data-outcome="passed"]').waitFor();
+      // Nothing is served before the save.
+      if ((await echo("shout")).isError) throw new Error("an unsaved hook rejected a call");
+      await saveHooks();
+      if (!readFileSync(hooksFile, "utf8").includes("no shouting here")) throw new Error("the hook is not in the hooks file");
+      const after = await echo("shout");
+      if (!after.isError || !JSON.stringify(after).includes("no shouting here")) throw new Error(`the saved hook did not reject the call: ${JSON.stringify(after)}`);
+      const calm = await echo("calm");
+      if (calm.isError) throw new Error(`the saved hook rejected a calm call: ${JSON.stringify(calm)}`);
+      await fits();
+    });
+
+    await step("hooks: a second hook made fire-and-forget, moved before the first, switched off; a save racing a change on disk refused", async () => {
+      await page.getByRole("button", { name: "Add pre hook" }).click();
+      await hookNode("pre2").waitFor();
+      const panel = page.locator('[aria-label="Hook pre2"]');
+      await panel.locator('[name="blocking"]').uncheck();
+      // Fire-and-forget: drawn off the request's path, below it.
+      await chain.locator('.hnode.h-background[data-hook="pre2"]').waitFor();
+      if (!((await x("pre2")).y > (await x("pre1")).y + 20)) throw new Error("a fire-and-forget hook is drawn on the request's path");
+      await panel.getByRole("button", { name: "Move earlier" }).click();
+      for (let i = 0; i < 50 && !((await x("pre2")).x < (await x("pre1")).x); i++) await page.waitForTimeout(100);
+      if (!((await x("pre2")).x < (await x("pre1")).x)) throw new Error("pre2 did not move before pre1");
+      await page.locator('[aria-label="Hook pre2"] [name="enabled"]').uncheck();
+      await chain.locator('.hnode.h-off[data-hook="pre2"]').waitFor();
+      await expectText(hooksStatus, "valid");
+      await saveHooks();
+      const file = readFileSync(hooksFile, "utf8");
+      if (!(file.indexOf("id: pre2") >= 0 && file.indexOf("id: pre2") < file.indexOf("id: pre1"))) throw new Error(`pre2 is not saved before pre1:\n${file}`);
+      if (!file.includes("blocking: false") || !file.includes("enabled: false")) throw new Error(`pre2's switches are not saved:\n${file}`);
+      await shot("20-hook-flow");
+      // A change on disk behind the editor's back: the next save is refused, the change kept.
+      const byHand = `${file}# edited by hand\n`;
+      writeFileSync(hooksFile, byHand);
+      await hookNode("pre1").click();
+      await page.locator('[aria-label="Hook pre1"] [name="tool"]').fill("echo_*");
+      await expectText(hooksStatus, "valid");
+      refusal = 409;
+      await page.getByRole("button", { name: "Save", exact: true }).click();
+      await expectText(page.getByTestId("hooks-save-error"), "changed on disk since it was opened");
+      refusal = null;
+      if (readFileSync(hooksFile, "utf8") !== byHand) throw new Error("the change on disk was overwritten");
+      await page.getByRole("button", { name: "Open the version on disk" }).click();
+      await page.getByTestId("hooks-save-error").waitFor({ state: "detached" });
+      await page.getByTestId("hooks-unsaved").waitFor({ state: "detached" });
+    });
+
+    await step("hooks: the flow exported as a file and imported into it, checked before it joins; a broken flow file refused", async () => {
+      const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export" }).click()]);
+      if (download.suggestedFilename() !== "hooks-fixture-tools-call.yaml") throw new Error(`exported as ${download.suggestedFilename()}`);
+      const exported = readFileSync(await download.path(), "utf8");
+      if (!exported.includes("hooks:") || !exported.includes("id: pre1") || !exported.includes("no shouting here")) throw new Error(`the export is not the flow:\n${exported}`);
+      const broken = join(shots, "broken-flow.yaml");
+      writeFileSync(broken, exported.replace("? {reject: 'no shouting here'}", "? {reject: 'no shouting here'"));
+      await page.locator('input[aria-label="Import a hook flow file"]').setInputFiles(broken);
+      await expectText(page.getByTestId("hooks-save-error"), "was not imported");
+      await expectText(page.getByTestId("hooks-save-error"), "/hooks/");
+      if (await page.getByTestId("hooks-unsaved").count()) throw new Error("a refused import changed the flow");
+      const file = join(shots, "imported-flow.yaml");
+      writeFileSync(file, exported.replaceAll("id: pre1", "id: imported1").replaceAll("id: pre2", "id: imported2"));
+      await page.locator('input[aria-label="Import a hook flow file"]').setInputFiles(file);
+      await expectText(page.getByTestId("hooks-saved"), "imported 2 hooks");
+      await hookNode("imported1").waitFor();
+      await hookNode("imported2").waitFor();
+      await expectText(hooksStatus, "valid");
+      await saveHooks();
+      const saved = readFileSync(hooksFile, "utf8");
+      for (const id of ["pre1", "pre2", "imported1", "imported2"]) if (!saved.includes(`id: ${id}`)) throw new Error(`${id} is not saved:\n${saved}`);
+      const after = await echo("shout");
+      if (!after.isError) throw new Error("the flow no longer rejects a shout");
+      await fits();
+    });
+  }
+
+  await step("a waiting session cancelled from its view", async () => {
+    const started = await api("POST", "/api/runs", { tool: "order", args: { item: "cake" } });
+    let sessionId;
+    for (let i = 0; i < 200 && !sessionId; i++) {
+      const run = await api("GET", `/api/runs/${started.id}`);
+      sessionId = run.waiting?.sessionId;
+      if (!sessionId) await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!sessionId) throw new Error("the order run did not wait");
+    await page.goto(`${base}/ui/#/sessions/${encodeURIComponent(sessionId)}`);
+    await page.locator('form[aria-label="Session input"] [name="quantity"]').waitFor();
+    await page.getByRole("button", { name: "Cancel the session" }).click();
+    await expectText(page.getByTestId("session-cancelled"), "cancelled");
+    await page.locator('form[aria-label="Session input"]').waitFor({ state: "detached" });
+    await page.getByRole("link", { name: "open the run" }).click();
+    await page.waitForURL(new RegExp(`#/runs/${started.id}$`));
+    await expectText(page.locator(".panel-head .status"), "cancelled");
+    const { sessions } = await api("GET", "/api/sessions?status=waiting");
+    if (sessions.some((s) => s.id === sessionId)) throw new Error("the cancelled session is still waiting");
+    const { runs } = await api("GET", "/api/runs?status=cancelled");
+    if (!runs.some((r) => r.id === started.id)) throw new Error("the runs list does not say the run was cancelled");
+  });
+
   await step("the page fits 1280×800 without scrolling the document", async () => {
     const size = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.scrollHeight]);
     if (size[0] > 1280 || size[1] > 800) throw new Error(`the page is ${size[0]}×${size[1]}`);

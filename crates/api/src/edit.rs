@@ -17,7 +17,7 @@ use crate::Api;
 use crate::error::ApiError;
 use crate::http::{body_object, ok};
 
-fn publish(api: &Api) -> Result<Arc<dyn Publish>, ApiError> {
+pub(crate) fn publish(api: &Api) -> Result<Arc<dyn Publish>, ApiError> {
     api.publish().ok_or_else(|| {
         ApiError::not_found(
             "this server has no config on disk to edit (it was not started from a config file)",
@@ -26,7 +26,7 @@ fn publish(api: &Api) -> Result<Arc<dyn Publish>, ApiError> {
 }
 
 /// Runs `work` off the async threads: it reads the config's files and compiles.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work)
@@ -34,7 +34,7 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("the check did not finish: {e}")))?
 }
 
-fn answer(result: Result<Json, ApiError>) -> Response {
+pub(crate) fn answer(result: Result<Json, ApiError>) -> Response {
     match result {
         Ok(v) => ok(&v),
         Err(e) => e.into_response(),
@@ -189,7 +189,7 @@ pub async fn save(State(api): State<Api>, body: Bytes) -> Response {
     }
 }
 
-fn refusal(e: SaveError) -> ApiError {
+pub(crate) fn refusal(e: SaveError) -> ApiError {
     let message = e.to_string();
     match e {
         SaveError::Invalid(problems) => {

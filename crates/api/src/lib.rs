@@ -32,8 +32,10 @@
 //! `GET /api/whoami` tells a caller who it is and its scopes (`whoami.rs`), which the web UI
 //! reads to offer only what they allow.
 //!
-//! The graph editor's endpoints ([`edit`]: a tool as on disk, checks as you type, a save) are
-//! calls of `mcpflow-authoring`, over the config on disk the binary hands over
+//! The graph editor's endpoints ([`edit`]: a tool as on disk, checks as you type, a save) and
+//! the hook flow editor's ([`hooks`]: the hooks, a hook checked, tried in the sandbox, the
+//! hooks file saved) are calls of `mcpflow-authoring` (a trial, of the gateway's
+//! [`Trials`](mcpflow_gateway::Trials)), over the config on disk the binary hands over
 //! ([`Api::with_publish`]).
 //!
 //! `/metrics` (Prometheus, OpenMetrics text) is here too, beside the API ([`metrics`]), and
@@ -48,6 +50,7 @@ mod edit;
 mod error;
 mod fleet;
 mod graph;
+mod hooks;
 mod http;
 pub mod metrics;
 pub mod registry;
@@ -109,6 +112,8 @@ struct Inner {
     reload: Option<Box<admin::Reload>>,
     /// The config on disk, for the editor's endpoints.
     publish: Option<Arc<dyn mcpflow_authoring::Publish>>,
+    /// Where the hook flow editor's hooks are tried.
+    trials: mcpflow_gateway::Trials,
 }
 
 impl Api {
@@ -126,6 +131,7 @@ impl Api {
                 registry: Registry::new(),
                 reload: None,
                 publish: None,
+                trials: mcpflow_gateway::Trials::new(),
             }),
         }
     }
@@ -159,6 +165,10 @@ impl Api {
 
     pub(crate) fn publish(&self) -> Option<Arc<dyn mcpflow_authoring::Publish>> {
         self.inner.publish.clone()
+    }
+
+    pub(crate) fn trials(&self) -> &mcpflow_gateway::Trials {
+        &self.inner.trials
     }
 
     pub(crate) fn reload(&self) -> Option<&admin::Reload> {
@@ -228,6 +238,10 @@ impl Api {
             .route("/api/authoring/expression", post(edit::expression))
             .route("/api/authoring/save", post(edit::save))
             .route("/api/tools/{tool}/source", get(edit::source))
+            .route("/api/hooks", get(hooks::list))
+            .route("/api/hooks/check", post(hooks::check))
+            .route("/api/hooks/try", post(hooks::try_hook))
+            .route("/api/hooks/save", post(hooks::save))
             .layer(axum::middleware::map_response(error::as_json))
             .with_state(self.clone())
             .merge(self.metrics_router())

@@ -75,8 +75,13 @@ pub(crate) async fn matching(
     };
     let mut seen = std::collections::HashSet::new();
     let mut runs = Vec::new();
+    let stored = api.engine().durability().is_some();
     for r in api.registry().runs() {
         let s = r.status();
+        // A waiting run is the store's to tell: it may have been cancelled or expired since.
+        if stored && s == "waiting" {
+            continue;
+        }
         if keep(&r.tool, &s, r.started_at) {
             runs.push(r.summary());
         }
@@ -134,8 +139,29 @@ pub(crate) struct Shown {
 /// The longest a reader waits for a live run's recorder to catch up with the run's control.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// Whether a run kept here as waiting has moved on since: cancelled or expired, which only the
+/// store records (a continue registers the run anew). Then the store's is the run to show.
+async fn moved_on(api: &Api, id: &str, run: &LiveRun) -> bool {
+    let waiting = run.with_end(|end| end.is_some_and(|e| matches!(e.run.end, RunEnd::Waiting(_))));
+    if !waiting {
+        return false;
+    }
+    let engine = api.engine();
+    let Some(d) = engine.durability() else {
+        return false;
+    };
+    d.store
+        .get_run(id)
+        .await
+        .is_ok_and(|stored| stored.summary.status.as_str() != "waiting")
+}
+
 pub(crate) async fn find(api: &Api, id: &str) -> Result<Shown, ApiError> {
-    if let Some(run) = api.registry().get(id) {
+    let kept = match api.registry().get(id) {
+        Some(run) if moved_on(api, id, &run).await => None,
+        other => other,
+    };
+    if let Some(run) = kept {
         let mut summary = match run.summary() {
             Json::Object(m) => m,
             _ => Map::new(),

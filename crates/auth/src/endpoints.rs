@@ -90,6 +90,12 @@ const ENDPOINTS: &[Endpoint] = &[
     any("/api/authoring/check", AUTHORING),
     any("/api/authoring/expression", AUTHORING),
     any("/api/authoring/save", AUTHORING),
+    // The hook flow editor: reading the hooks as the tools' sources are read; checking, trying
+    // a hook in the sandbox and saving them are authoring.
+    only("GET", "/api/hooks", RUNS_READ),
+    any("/api/hooks/check", AUTHORING),
+    any("/api/hooks/try", AUTHORING),
+    any("/api/hooks/save", AUTHORING),
     only("GET", "/api/runs", RUNS_READ),
     // Starting a run here means starting it under the debugger (breakpoints, pause).
     only("POST", "/api/runs", DEBUG),
@@ -197,6 +203,12 @@ mod tests {
             Some(Access::Scope(Scope::Metrics))
         );
         assert_eq!(access("POST", "/api/authoring/save"), Some(AUTHORING));
+        assert_eq!(access("GET", "/api/hooks"), Some(RUNS_READ));
+        assert_eq!(access("POST", "/api/hooks"), None);
+        for action in ["check", "try", "save"] {
+            let path = format!("/api/hooks/{action}");
+            assert_eq!(access("POST", &path), Some(AUTHORING), "{path}");
+        }
         assert_eq!(access("GET", "/api/tools/t/source"), Some(RUNS_READ));
         assert_eq!(access("GET", "/api/tools/t/timing"), Some(RUNS_READ));
         assert_eq!(access("GET", "/api/upstreams"), Some(RUNS_READ));

@@ -63,7 +63,7 @@ pub fn source(publish: &dyn Publish, name: &str) -> Result<Option<Source>, Strin
 
 /// Why tools cannot be saved into this config, if they cannot.
 pub(crate) fn saving_allowed(loaded: &mcpflow_config::Loaded) -> Result<(), String> {
-    if loaded.config.authoring.is_some_and(|a| a.save()) {
+    if loaded.config.authoring.as_ref().is_some_and(|a| a.save()) {
         Ok(())
     } else {
         Err(

@@ -29,10 +29,11 @@
 //! `mcpflow_save_tool` and `mcpflow_delete_tool` (the `save` flag) write a tool's own file
 //! and have the running server serve it through [`Publish`], which the binary provides.
 //! The web UI's graph editor uses the same checks and the same save ([`save_definition`],
-//! [`check`], [`check_expression`], [`source`]) through the run API.
+//! [`check`], [`check_expression`], [`source`]) through the run API, and so does its hook flow
+//! editor ([`hook_flows`], [`check_hook`], [`read_flow`], [`save_hooks`]: the hooks file).
 //!
 //! Uses rmcp's model types only ([`Tool`], [`CallToolResult`]): framing MCP messages is the
-//! server's job. Writes no file but the saved tools' own.
+//! server's job. Writes no file but the saved tools' own and the hooks file.
 
 mod answer;
 mod args;
@@ -41,6 +42,7 @@ mod definition;
 mod discover;
 mod edit;
 mod expression;
+mod hooks;
 mod node_schema;
 mod node_types;
 mod prompts;
@@ -67,6 +69,7 @@ pub use answer::TOOK_MS;
 pub use edit::{
     Checked, Language, Source, can_save, catalog, check, check_expression, source, templates,
 };
+pub use hooks::{HookFlows, ListedHook, SavedHooks, check_hook, hook_flows, read_flow, save_hooks};
 pub use mcpflow_model::AuthoringConfig;
 pub use prompts::PromptError;
 pub use save::{Expected, SaveError, Saved, save_definition, version};
@@ -92,6 +95,12 @@ pub trait Publish: Send + Sync {
     /// Loads (without compiling) the config files as they are on disk now, with the options
     /// the server was started with.
     fn load(&self) -> Result<mcpflow_config::Loaded, mcpflow_config::ConfigErrors>;
+    /// [`Publish::load`] with the hooks file (`authoring.hooksFile`) read as `text`: the config
+    /// as it will load once a save writes `text` there, checked before it does.
+    fn load_with_hooks(
+        &self,
+        text: &str,
+    ) -> Result<mcpflow_config::Loaded, mcpflow_config::ConfigErrors>;
     /// Compiles the config on disk now and serves it in place of the running one: runs in
     /// flight finish on their graph, waiting sessions stay valid, clients are told the list
     /// changed. Answers the graph tools now served, or why the config could not be served (the
@@ -165,7 +174,7 @@ impl Authoring {
     /// The same tools over a reloaded config: the flags and the runs kept in memory carry over.
     pub fn reloaded(&self, served: Served) -> Self {
         Authoring {
-            settings: self.settings,
+            settings: self.settings.clone(),
             served,
             recent: self.recent.clone(),
             publish: self.publish.clone(),

@@ -140,71 +140,118 @@ pub async fn save_definition(
     let text =
         file_text(definition).map_err(|e| SaveError::Refused(format!("mcpflow_save_tool: {e}")))?;
     let before = std::fs::read(&file).ok();
-    match (&expected, &before) {
-        (Expected::Absent, Some(_)) => {
-            return Err(SaveError::Conflict(format!(
-                "a tool named `{name}` exists already ({}): open it to change it, or choose \
-                 another name; nothing was written",
-                file.display()
-            )));
-        }
-        (Expected::Version(v), Some(bytes)) if *v != version(bytes) => {
-            return Err(SaveError::Conflict(format!(
-                "{} changed on disk since it was opened (by hand or by another save); nothing \
-                 was written: reload the tool to see the change, then make your edit again",
-                file.display()
-            )));
-        }
-        (Expected::Version(_), None) => {
-            return Err(SaveError::Conflict(format!(
-                "{} was removed from disk since it was opened; nothing was written: save it as \
-                 a new tool to write it again",
-                file.display()
-            )));
-        }
-        _ => {}
-    }
-    if let Err(e) = write_atomically(&file, text.as_bytes()) {
-        return Err(SaveError::Refused(format!(
-            "mcpflow_save_tool: cannot write {}: {e}; nothing was changed",
+    if expected == Expected::Absent && before.is_some() {
+        return Err(SaveError::Conflict(format!(
+            "a tool named `{name}` exists already ({}): open it to change it, or choose \
+             another name; nothing was written",
             file.display()
         )));
     }
+    unchanged(&file, before.as_deref(), &expected, "the tool")?;
     // The file must read back as the tool that was checked (YAML text moved under `tools:`
     // could, in a corner, read otherwise).
-    let read_back = publish.load().ok().and_then(|l| {
-        let tool = l.config.tools.into_iter().find(|t| t.name == name);
-        Some(
-            tool?
-                == *candidate
-                    .loaded
-                    .config
-                    .tools
-                    .iter()
-                    .find(|t| t.name == name)?,
-        )
-    });
-    if read_back != Some(true) {
-        let restored = restore(&file, before.as_deref());
+    let checked = candidate
+        .loaded
+        .config
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .cloned();
+    let reads_back = |loaded: mcpflow_config::Loaded| {
+        let tool = loaded.config.tools.into_iter().find(|t| t.name == name);
+        tool.is_some() && tool == checked
+    };
+    let written = Written {
+        file: &file,
+        before: before.as_deref(),
+        text: &text,
+        by: "mcpflow_save_tool",
+        hint: "submit the definition as a JSON object instead of text",
+    };
+    let tools = commit(publish, written, reads_back).await?;
+    Ok(Saved {
+        name,
+        file,
+        created: before.is_none(),
+        warnings: candidate.warnings,
+        tools,
+        version: version(text.as_bytes()),
+    })
+}
+
+/// Refuses a save whose file is not as the saver expects it: changed or removed since it was
+/// opened (`noun` names what was opened, for the message). [`Expected::Absent`] is the
+/// caller's to word.
+pub(crate) fn unchanged(
+    file: &Path,
+    before: Option<&[u8]>,
+    expected: &Expected,
+    noun: &str,
+) -> Result<(), SaveError> {
+    match (expected, before) {
+        (Expected::Version(v), Some(bytes)) if *v != version(bytes) => {
+            Err(SaveError::Conflict(format!(
+                "{} changed on disk since it was opened (by hand or by another save); nothing \
+                 was written: reload {noun} to see the change, then make your edit again",
+                file.display()
+            )))
+        }
+        (Expected::Version(_), None) => Err(SaveError::Conflict(format!(
+            "{} was removed from disk since it was opened; nothing was written: save {noun} \
+             as new to write it again",
+            file.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// One file a save writes, once what goes in it is checked.
+pub(crate) struct Written<'a> {
+    pub(crate) file: &'a Path,
+    /// Its bytes before the save (`None`: it did not exist), put back on a failure.
+    pub(crate) before: Option<&'a [u8]>,
+    pub(crate) text: &'a str,
+    /// Who writes, for messages (`mcpflow_save_tool`).
+    pub(crate) by: &'a str,
+    /// What to try when the file does not read back as checked.
+    pub(crate) hint: &'a str,
+}
+
+/// The steps every save shares, under the save lock its caller holds: `written` written
+/// atomically, the config on disk read back (`reads_back` says whether it holds what was
+/// checked), then served through [`Publish::reload`]; a failure at any step puts the file back.
+/// Answers the graph tools served now.
+pub(crate) async fn commit(
+    publish: &dyn Publish,
+    written: Written<'_>,
+    reads_back: impl FnOnce(mcpflow_config::Loaded) -> bool,
+) -> Result<Vec<String>, SaveError> {
+    let Written {
+        file,
+        before,
+        text,
+        by,
+        hint,
+    } = written;
+    if let Err(e) = write_atomically(file, text.as_bytes()) {
         return Err(SaveError::Refused(format!(
-            "mcpflow_save_tool: {} did not read back as the definition checked; {restored}; \
-             submit the definition as a JSON object instead of text",
+            "{by}: cannot write {}: {e}; nothing was changed",
+            file.display()
+        )));
+    }
+    if !publish.load().is_ok_and(reads_back) {
+        let restored = restore(file, before);
+        return Err(SaveError::Refused(format!(
+            "{by}: {} did not read back as what was checked; {restored}; {hint}",
             file.display()
         )));
     }
     match publish.reload().await {
-        Ok(tools) => Ok(Saved {
-            name,
-            file,
-            created: before.is_none(),
-            warnings: candidate.warnings,
-            tools,
-            version: version(text.as_bytes()),
-        }),
+        Ok(tools) => Ok(tools),
         Err(why) => {
-            let restored = restore(&file, before.as_deref());
+            let restored = restore(file, before);
             Err(SaveError::Refused(format!(
-                "mcpflow_save_tool: the saved config could not be served ({why}); {restored}"
+                "{by}: the saved config could not be served ({why}); {restored}"
             )))
         }
     }
@@ -356,7 +403,7 @@ fn file_text(definition: &Value) -> Result<String, String> {
 }
 
 /// Writes `bytes` to `file` so that a reader sees the old file or the new one, never a part.
-fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
@@ -393,7 +440,7 @@ fn restore(file: &Path, before: Option<&[u8]>) -> String {
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,

@@ -2,7 +2,8 @@
 //! `mcpflow_save_tool` writes, so that a save never rewrites the file a person wrote). Each
 //! included file holds `tools:` only; its tools are appended to the config's, in `include`
 //! order and, within a `DIR/*.yaml` entry, in file name order, with their own positions, so an
-//! error in an included tool points into its file.
+//! error in an included tool points into its file. The hooks file (`authoring.hooksFile`, the
+//! web UI's hook flows) is merged the same way: `hooks:` only, after the config's own hooks.
 
 use std::path::{Path, PathBuf};
 
@@ -122,12 +123,45 @@ pub(crate) fn merge(
                 continue;
             }
         };
-        let file = sources.add_file(&name, &text);
-        let parsed = match yaml::parse(&text, file) {
+        let part = Part {
+            key: "tools",
+            what: "graph tools",
+            owner: "an included file",
+            config_path,
+        };
+        if !part.merge(&name, &text, doc, sources, problems) {
+            return;
+        }
+    }
+}
+
+/// What one file beside the config holds: a list under one key (`tools:` for an included file,
+/// `hooks:` for the hooks file), appended to the config's own list with its own positions.
+struct Part<'a> {
+    key: &'static str,
+    what: &'static str,
+    owner: &'static str,
+    config_path: &'a Path,
+}
+
+impl Part<'_> {
+    /// Appends the file's list to `doc`'s; every problem of the file is placed in it. `false`
+    /// when `doc` cannot take a list (its root is not a mapping): nothing more can be merged.
+    fn merge(
+        &self,
+        name: &str,
+        text: &str,
+        doc: &mut Value,
+        sources: &mut SourceMap,
+        problems: &mut Vec<Problem>,
+    ) -> bool {
+        let key = self.key;
+        let file = sources.add_file(name, text);
+        let parsed = match yaml::parse(text, file) {
             Ok(p) => p,
             Err(problem) => {
                 problems.push(problem);
-                continue;
+                return true;
             }
         };
         let span_of = |pointer: &str| {
@@ -147,66 +181,67 @@ pub(crate) fn merge(
             problems.push(
                 Problem::new(
                     "",
-                    format!("{name} must be a mapping with `tools:`, a list of graph tools"),
+                    format!(
+                        "{name} must be a mapping with `{key}:`, a list of {}",
+                        self.what
+                    ),
                 )
                 .at(Anchor::At(file, Pos::START)),
             );
-            continue;
+            return true;
         };
-        for key in root.keys().filter(|k| *k != "tools") {
+        for other in root.keys().filter(|k| *k != key) {
             problems.push(
                 Problem::new(
                     "",
                     format!(
-                        "unknown key \"{key}\" in an included file, which holds `tools:` only; \
-                         move it to {}",
-                        config_path.display()
+                        "unknown key \"{other}\" in {}, which holds `{key}:` only; move it to {}",
+                        self.owner,
+                        self.config_path.display()
                     ),
                 )
-                .at(at(&format!("/{}", crate::yaml::escape(key)), true)),
+                .at(at(&format!("/{}", crate::yaml::escape(other)), true)),
             );
         }
-        let tools = match root.get("tools") {
-            Some(Value::Array(tools)) => tools,
-            Some(Value::Null) | None => continue,
+        let items = match root.get(key) {
+            Some(Value::Array(items)) => items,
+            Some(Value::Null) | None => return true,
             Some(other) => {
                 problems.push(
                     Problem::new(
                         "",
                         format!(
-                            "`tools` must be a list of graph tools, got {}",
+                            "`{key}` must be a list of {}, got {}",
+                            self.what,
                             crate::place::describe(other)
                         ),
                     )
-                    .at(at("/tools", false)),
+                    .at(at(&format!("/{key}"), false)),
                 );
-                continue;
+                return true;
             }
         };
-        let Some(target) = tools_of(doc) else {
-            return;
+        let Some(target) = list_of(doc, key) else {
+            return false;
         };
         let first = target.len();
-        target.extend(tools.iter().cloned());
+        target.extend(items.iter().cloned());
+        let prefix = format!("/{key}/");
+        let moved = |pointer: &str| -> Option<String> {
+            let rest = pointer.strip_prefix(&prefix)?;
+            let (index, tail) = rest.split_once('/').unwrap_or((rest, ""));
+            let k = index.parse::<usize>().ok()?;
+            let sep = if tail.is_empty() { "" } else { "/" };
+            Some(format!("{prefix}{}{sep}{tail}", first + k))
+        };
         for (pointer, span) in &parsed.spans {
-            if let Some(rest) = pointer.strip_prefix("/tools/") {
-                let (index, tail) = rest.split_once('/').unwrap_or((rest, ""));
-                if let Ok(k) = index.parse::<usize>() {
-                    let sep = if tail.is_empty() { "" } else { "/" };
-                    sources.insert(format!("/tools/{}{sep}{tail}", first + k), *span);
-                }
+            if let Some(moved) = moved(pointer) {
+                sources.insert(moved, *span);
             }
         }
         for mut p in parsed.problems {
-            match p.pointer.strip_prefix("/tools/") {
-                Some(rest) => {
-                    let (index, tail) = rest.split_once('/').unwrap_or((rest, ""));
-                    let sep = if tail.is_empty() { "" } else { "/" };
-                    p.pointer = match index.parse::<usize>() {
-                        Ok(k) => format!("/tools/{}{sep}{tail}", first + k),
-                        Err(_) => p.pointer,
-                    };
-                }
+            match moved(&p.pointer) {
+                Some(pointer) => p.pointer = pointer,
                 None => {
                     if !matches!(p.anchor, Anchor::At(..)) {
                         p.anchor = Anchor::At(file, Pos::START);
@@ -215,19 +250,119 @@ pub(crate) fn merge(
             }
             problems.push(p);
         }
+        true
     }
 }
 
-/// The config's `tools` list, made one if absent or null.
-fn tools_of(doc: &mut Value) -> Option<&mut Vec<Value>> {
-    let root = doc.as_object_mut()?;
-    let tools = root
-        .entry("tools")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if tools.is_null() {
-        *tools = Value::Array(Vec::new());
+/// The hooks file (`authoring.hooksFile`) of `doc`, relative to `dir`, when the config names one.
+pub(crate) fn hooks_file_of(doc: &Value, dir: &Path) -> Option<PathBuf> {
+    let name = doc.pointer("/authoring/hooksFile")?.as_str()?;
+    (!name.is_empty()).then(|| dir.join(name))
+}
+
+/// The hooks file's path as the config names it, relative to the config's directory `base_dir`.
+pub fn hooks_file(config: &mcpflow_model::Config, base_dir: &Path) -> Option<PathBuf> {
+    let name = config.authoring.as_ref()?.hooks_file.as_deref()?;
+    (!name.is_empty()).then(|| base_dir.join(name))
+}
+
+/// Appends the hooks of the hooks file (`authoring.hooksFile`) to `doc`'s `hooks`, read from
+/// `text` when given (a save's candidate, checked before it is written), else from disk; a file
+/// that does not exist yet holds none. The file may be neither the config nor one `include:`
+/// reads as tools.
+pub(crate) fn merge_hooks_file(
+    config_path: &Path,
+    dir: &Path,
+    text: Option<&str>,
+    doc: &mut Value,
+    sources: &mut SourceMap,
+    problems: &mut Vec<Problem>,
+) {
+    let Some(path) = hooks_file_of(doc, dir) else {
+        return;
+    };
+    const AT: &str = "/authoring/hooksFile";
+    let name = path.display().to_string();
+    if same_file(&path, config_path) {
+        problems.push(Problem::new(
+            AT,
+            format!("`hooksFile` names the config itself ({name}); name a file of its own, like `hooks.yaml`"),
+        ));
+        return;
     }
-    tools.as_array_mut()
+    let entries: Vec<&str> = doc
+        .get("include")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(entry) = entries.iter().find(|e| names(e, dir, &path)) {
+        problems.push(
+            Problem::new(
+                AT,
+                format!("`hooksFile` ({name}) is also read as a file of graph tools by the include entry `{entry}`"),
+            )
+            .hint("keep the hooks file outside the directories `include` reads, like `hooks.yaml` beside the config"),
+        );
+        return;
+    }
+    let text = match text {
+        Some(text) => text.to_owned(),
+        None if !path.exists() => return,
+        None => match crate::load::read(&path, &name) {
+            Ok(text) => text,
+            Err(e) => {
+                let file = sources.add_file(&name, "");
+                for err in e.errors {
+                    problems.push(Problem::new("", err.message).at(Anchor::At(file, Pos::UNKNOWN)));
+                }
+                return;
+            }
+        },
+    };
+    let part = Part {
+        key: "hooks",
+        what: "hooks",
+        owner: "the hooks file (`authoring.hooksFile`)",
+        config_path,
+    };
+    part.merge(&name, &text, doc, sources, problems);
+}
+
+/// Whether the include entry `entry` names the file `path` (existing or not).
+fn names(entry: &str, dir: &Path, path: &Path) -> bool {
+    let entry = Path::new(entry);
+    let (Some(glob), Some(name)) = (
+        entry.file_name().and_then(|n| n.to_str()),
+        path.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return false;
+    };
+    let parent = dir.join(entry.parent().unwrap_or(Path::new("")));
+    let same_dir = match (
+        std::path::absolute(&parent),
+        path.parent().map(std::path::absolute),
+    ) {
+        (Ok(a), Some(Ok(b))) => normal(&a) == normal(&b),
+        _ => false,
+    };
+    same_dir && mcpflow_model::proxy::glob_match(glob, name)
+}
+
+/// `path` without `.` components (`absolute` keeps them).
+fn normal(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+/// The config's list under `key`, made one if absent or null.
+fn list_of<'d>(doc: &'d mut Value, key: &str) -> Option<&'d mut Vec<Value>> {
+    let root = doc.as_object_mut()?;
+    let list = root.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    if list.is_null() {
+        *list = Value::Array(Vec::new());
+    }
+    list.as_array_mut()
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

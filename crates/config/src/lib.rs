@@ -21,7 +21,8 @@
 //! ```
 //!
 //! What loading checks, in order, collecting everything it finds:
-//! - `include:`d files of graph tools (`tools:` only), appended with their own positions;
+//! - `include:`d files of graph tools (`tools:` only), appended with their own positions, and
+//!   the hooks file the web UI writes (`authoring.hooksFile`, `hooks:` only) likewise;
 //! - YAML syntax, duplicate keys, and input budgets (size, nesting depth, alias expansion);
 //! - structure, against the JSON Schema generated from the types ([`schema()`]): unknown keys
 //!   (with a "did you mean"), missing keys, wrong types, limits that are not positive integers;
@@ -64,7 +65,7 @@ mod version;
 mod yaml;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use include::{MAX_INCLUDED_FILES, save_dir};
+pub use include::{MAX_INCLUDED_FILES, hooks_file, save_dir};
 pub use load::{Draft, Loaded, Loader, load, load_str, node_pointer, parse_value};
 pub use mcpflow_model::*;
 pub use mcpflow_model::{http, session, telemetry};

@@ -98,6 +98,8 @@ enum McpJson {
 pub struct Loader<'a> {
     env: EnvFn<'a>,
     mcp_json: Option<McpJson>,
+    /// The hooks file's text in place of the file on disk (a save's candidate).
+    hooks_text: Option<String>,
 }
 
 impl Default for Loader<'_> {
@@ -112,6 +114,7 @@ impl<'a> Loader<'a> {
         Loader {
             env: Box::new(|name| std::env::var(name).ok()),
             mcp_json: None,
+            hooks_text: None,
         }
     }
 
@@ -124,6 +127,13 @@ impl<'a> Loader<'a> {
     /// Merges the servers of this `mcp.json` file; the config's own servers win on a name clash.
     pub fn mcp_json(mut self, path: impl Into<PathBuf>) -> Self {
         self.mcp_json = Some(McpJson::File(path.into()));
+        self
+    }
+
+    /// Reads the hooks file (`authoring.hooksFile`) as `text` instead of from disk: the config
+    /// as it will load once `text` is written there, checked before it is.
+    pub fn hooks_text(mut self, text: impl Into<String>) -> Self {
+        self.hooks_text = Some(text.into());
         self
     }
 
@@ -199,6 +209,14 @@ impl<'a> Loader<'a> {
         merge_warnings.extend(crate::mcpgraph_0_1_23::recognise(&mut doc, &mut sources));
         let included = crate::include::files(&doc, dir, &mut problems);
         crate::include::merge(&included, &path, &mut doc, &mut sources, &mut problems);
+        crate::include::merge_hooks_file(
+            &path,
+            dir,
+            self.hooks_text.as_deref(),
+            &mut doc,
+            &mut sources,
+            &mut problems,
+        );
         crate::include::check_save_dir(&doc, &mut problems);
         problems.extend(structure::check(&doc, &sources));
         interpolate_servers(&mut doc, &sources, &*self.env, &mut problems);

@@ -131,3 +131,96 @@ fn saving_needs_an_included_directory() {
         Some("saved".into())
     );
 }
+
+/// A config that proxies an upstream, with one hook of its own, whose hooks file is `hooks.yaml`.
+const HOOKED: &str = r#"version: "1.0"
+server: {name: s, version: "1"}
+include: ["tools/*.yaml"]
+authoring: {save: true, hooksFile: hooks.yaml}
+mcpServers:
+  up: {command: up}
+proxy:
+  upstreams:
+    up: {}
+hooks:
+  - {id: own, method: tools/call, phase: pre, script: "(ctx) => undefined"}
+tools: []
+"#;
+
+const HOOK: &str = "hooks:\n  - id: saved\n    method: tools/call\n    phase: post\n    script: \"(ctx) => undefined\"\n";
+
+#[test]
+fn the_hooks_file_follows_the_configs_hooks_with_its_own_positions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "graph.yaml", HOOKED);
+    // Until the first save there is no hooks file, and nothing is missing.
+    assert_eq!(loaded(dir.path()).config.hooks.len(), 1);
+    write(dir.path(), "hooks.yaml", HOOK);
+    let l = loaded(dir.path());
+    let ids: Vec<&str> = l.config.hooks.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["own", "saved"]);
+    let at = l.locate("/hooks/1/phase").expect("a position");
+    assert!(at.file.ends_with("hooks.yaml"), "{at}");
+    assert_eq!((at.line, at.col), (4, 12), "{at}");
+    assert_eq!(
+        mcpflow_config::hooks_file(&l.config, &l.base_dir).map(|f| f.ends_with("hooks.yaml")),
+        Some(true)
+    );
+}
+
+#[test]
+fn the_hooks_file_holds_hooks_only_and_its_problems_point_into_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "graph.yaml", HOOKED);
+    write(
+        dir.path(),
+        "hooks.yaml",
+        &format!("{}tools: []\n", HOOK.replace("phase: post", "phase: later")),
+    );
+    let errors = refused(dir.path()).to_string();
+    assert!(errors.contains("hooks.yaml:4:12"), "{errors}");
+    assert!(
+        errors.contains("hooks.yaml:6:1") && errors.contains("holds `hooks:` only"),
+        "{errors}"
+    );
+    // A hook whose id the config's own hooks have already.
+    write(
+        dir.path(),
+        "hooks.yaml",
+        &HOOK.replace("id: saved", "id: own"),
+    );
+    let errors = refused(dir.path()).to_string();
+    assert!(
+        errors.contains("hooks.yaml:2:9") && errors.contains("duplicate hook id"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn the_hooks_file_is_never_one_include_reads_as_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "graph.yaml",
+        &HOOKED.replace("hooksFile: hooks.yaml", "hooksFile: tools/hooks.yaml"),
+    );
+    let errors = refused(dir.path()).to_string();
+    assert!(
+        errors.contains("also read as a file of graph tools") && errors.contains("tools/*.yaml"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_candidate_hooks_text_is_read_in_place_of_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "graph.yaml", HOOKED);
+    write(dir.path(), "hooks.yaml", HOOK);
+    let candidate = HOOK.replace("id: saved", "id: candidate");
+    let l = mcpflow_config::Loader::new()
+        .hooks_text(candidate)
+        .load(&dir.path().join("graph.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = l.config.hooks.iter().map(|h| h.id.as_str()).collect();
+    assert_eq!(ids, ["own", "candidate"]);
+}

@@ -60,11 +60,31 @@ pub(crate) fn check_hooks(hooks: &[mcpflow_model::proxy::Hook], c: &mut Compiler
     for (i, hook) in hooks.iter().enumerate() {
         let Some(source) = &hook.script else { continue };
         let name = format!("hook:{}", hook.id);
-        if let Err(e) = mcpflow_sandbox::Script::check(&options, &name, source) {
-            c.push(CompileError::new(
-                format!("/hooks/{i}/script"),
+        let at = format!("/hooks/{i}/script");
+        match mcpflow_sandbox::Script::check(&options, &name, source) {
+            Ok(()) => {}
+            // Placed inside the script, so the error points at its line in the config's file.
+            Err(mcpflow_sandbox::SandboxError::Syntax {
+                line,
+                column,
+                message,
+                ..
+            }) => c.push(
+                CompileError::new(
+                    at,
+                    format!(
+                        "hook \"{}\" does not compile: syntax error: {message}",
+                        hook.id
+                    ),
+                )
+                .within(Within::Offset(crate::nodes::script::char_offset(
+                    source, line, column,
+                ))),
+            ),
+            Err(e) => c.push(CompileError::new(
+                at,
                 format!("hook \"{}\" does not compile: {e}", hook.id),
-            ));
+            )),
         }
     }
 }

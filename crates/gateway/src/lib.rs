@@ -42,5 +42,6 @@ mod search;
 
 pub use error::GatewayError;
 pub use gateway::{Gateway, Offer};
+pub use hooks::trial::{Outcome as TrialOutcome, Sample, Trial, TrialError, Trials};
 pub use hooks::{CallerMetadata, Hooks, ToolRunner, Traffic, Verdict};
 pub use listing::Route;

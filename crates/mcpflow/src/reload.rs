@@ -110,7 +110,7 @@ impl Reloader {
     /// the config asks (their saves publish through `this`).
     pub fn compose(&self, loaded: &Loaded, engine: Engine) -> Result<GraphServer, ServerError> {
         let server = GraphServer::new(&loaded.config, engine)?;
-        let settings = loaded.config.authoring;
+        let settings = loaded.config.authoring.clone();
         if !self.args.authoring && settings.is_none() {
             return Ok(server);
         }
@@ -329,17 +329,29 @@ impl Reloader {
     }
 
     fn read(&self) -> Result<mcpflow_config::Draft, ConfigErrors> {
-        let mut loader = mcpflow_config::Loader::new();
-        if let Some(mcp) = &self.args.config.mcp {
-            loader = loader.mcp_json(mcp);
+        self.loader().read(&self.args.config.config)
+    }
+
+    /// The loader with the options the server was started with.
+    fn loader(&self) -> mcpflow_config::Loader<'static> {
+        let loader = mcpflow_config::Loader::new();
+        match &self.args.config.mcp {
+            Some(mcp) => loader.mcp_json(mcp),
+            None => loader,
         }
-        loader.read(&self.args.config.config)
     }
 }
 
 impl Publish for Reloader {
     fn load(&self) -> Result<Loaded, ConfigErrors> {
         self.read()?.finish(Vec::new())
+    }
+
+    fn load_with_hooks(&self, text: &str) -> Result<Loaded, ConfigErrors> {
+        self.loader()
+            .hooks_text(text)
+            .read(&self.args.config.config)?
+            .finish(Vec::new())
     }
 
     fn reload(&self) -> BoxFuture<'_, Result<Vec<String>, String>> {

@@ -8,7 +8,12 @@
 //! a saved tool opened, a transform added and connected, a broken expression marked on its node
 //! and fixed, saved (the file passes `mcpflow validate`, the tool is served with the change), a
 //! YAML edit that does not parse shown as an error with the graph kept, a save racing a change
-//! on disk refused, a new tool from a template, exported and imported. Under `auth:`: the page
+//! on disk refused, a new tool from a template, exported and imported. The hook flows: a pre hook
+//! added to the proxied fixture's `tools/call` flow, its syntax error marked, tried on a sample
+//! in the sandbox (rejected), saved, and a call through the gateway rejected by it (over REST in
+//! the page's test, over MCP here); a second hook made fire-and-forget, moved before the first and
+//! switched off; a save racing a change on disk refused; the flow exported and imported (a broken
+//! flow file refused). A waiting session cancelled from its view. Under `auth:`: the page
 //! asks for a key, a read-only key is offered no editing, running or debugging, a full key
 //! watches a run live over the keyed event stream. A screenshot of each view is kept (the
 //! directory is printed).
@@ -22,7 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use http_common::{Server, config, curl, header, repo_root, start, start_with_env, status};
+use http_common::{
+    Server, config, curl, header, message, repo_root, start, start_with_env, status,
+};
 
 /// A tool saved in its own file, as the editor finds one it can save (the browser test edits it).
 const GREETING: &str = "# Written by mcpflow_save_tool. Editing it by hand is fine; the next save of this tool replaces it whole.
@@ -48,9 +55,9 @@ tools:
 ";
 
 /// `tests/ui_browser.yaml` copied into `state` (same name, so positions read the same) with
-/// its tools savable there (`tools/*.yaml`, `greeting` already saved) and the fixture as an
-/// upstream (`fixture`), served with its runs and sessions in `state`; answers the server and
-/// the copy's path.
+/// its tools savable there (`tools/*.yaml`, `greeting` already saved), its hooks too
+/// (`hooks.yaml`), and the fixture as an upstream (`fixture`), proxied, served with its runs and
+/// sessions in `state`; answers the server and the copy's path.
 fn serve(state: &Path) -> (Server, PathBuf) {
     serve_with(state, "", &[])
 }
@@ -62,7 +69,7 @@ fn serve_with(state: &Path, more: &str, env: &[(&str, &str)]) -> (Server, PathBu
     std::fs::write(
         &copy,
         format!(
-            "{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true}}\nmcpServers:\n  fixture: {{command: {}}}\n{more}",
+            "{text}include: [\"tools/*.yaml\"]\nauthoring: {{save: true, hooksFile: hooks.yaml}}\nmcpServers:\n  fixture: {{command: {}}}\nproxy:\n  upstreams:\n    fixture: {{}}\n{more}",
             serde_json::Value::from(http_common::fixture().to_str().expect("utf-8 path"))
         ),
     )
@@ -219,6 +226,42 @@ fn the_ui_in_chromium_against_the_binary() {
         saved.contains("transform1"),
         "the added node is saved: {saved}"
     );
+    // The hooks the flow editor saved are the config's: a tools/call of the proxied fixture
+    // over MCP is rejected by the first one.
+    let hooks = std::fs::read_to_string(state.path().join("hooks.yaml")).expect("hooks saved");
+    assert!(hooks.contains("no shouting here"), "{hooks}");
+    let (_, body) = curl(&[
+        "-X",
+        "POST",
+        "-H",
+        "content-type: application/json",
+        "-H",
+        "accept: application/json, text/event-stream",
+        "-H",
+        "mcp-protocol-version: 2026-07-28",
+        "-H",
+        "mcp-method: tools/call",
+        "-H",
+        "mcp-name: fixture__echo_text",
+        "--data",
+        &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "fixture__echo_text", "arguments": {"text": "shout"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "ui-browser-test", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}})
+        .to_string(),
+        &server.url,
+    ]);
+    let answer = message(&body);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("no shouting here")),
+        "{answer}"
+    );
     for file in ["from_template.yaml", "imported_tool.yaml"] {
         assert!(
             state.path().join("tools").join(file).exists(),
@@ -240,6 +283,9 @@ fn the_ui_in_chromium_against_the_binary() {
         "12-new-tool",
         "16-slowest",
         "17-upstreams",
+        "18-hook-error",
+        "19-hook-try",
+        "20-hook-flow",
     ] {
         let png = shots.join(format!("{name}.png"));
         let bytes = std::fs::read(&png).unwrap_or_default();

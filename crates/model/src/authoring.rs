@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Built-in tools that let a model write, test and run graph tools through MCP alone. Present
 /// (or `mcpflow serve --authoring`) turns them on; each flag has a safe default, and a tool a
 /// flag disables is not listed at all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuthoringConfig {
     /// May add, update and delete graph tools in the config files (default false).
@@ -23,6 +23,12 @@ pub struct AuthoringConfig {
     /// Offers the scored search over graph tools, upstream tools and node types (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<bool>,
+    /// The file of `hooks:` the web UI's hook flow editor writes (with `save`), relative to this
+    /// config, never one a person wrote. When it exists its hooks are read after this file's
+    /// own `hooks:`, with their own positions; until the first save it need not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub hooks_file: Option<String>,
 }
 
 impl AuthoringConfig {
@@ -53,7 +59,7 @@ mod tests {
         let schema = crate::schema();
         assert!(schema["properties"]["authoring"].is_object());
         let flags = &schema["$defs"]["AuthoringConfig"]["properties"];
-        for flag in ["save", "runInline", "callUpstreams", "search"] {
+        for flag in ["save", "runInline", "callUpstreams", "search", "hooksFile"] {
             assert!(flags[flag].is_object(), "{flag} is not in the schema");
         }
         let d = AuthoringConfig::default();

@@ -144,6 +144,7 @@ pub fn all_on() -> AuthoringConfig {
         run_inline: Some(true),
         call_upstreams: Some(true),
         search: Some(true),
+        hooks_file: None,
     }
 }
 

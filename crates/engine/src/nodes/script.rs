@@ -275,7 +275,7 @@ fn script_compile_error(
 }
 
 /// The character offset of 1-based `line`:`column` (counted in characters) in `text`.
-fn char_offset(text: &str, line: u32, column: u32) -> usize {
+pub(crate) fn char_offset(text: &str, line: u32, column: u32) -> usize {
     let before: usize = text
         .split('\n')
         .take(line.saturating_sub(1) as usize)

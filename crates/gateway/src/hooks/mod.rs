@@ -45,6 +45,7 @@ use crate::error::GatewayError;
 
 mod background;
 mod sequence;
+pub mod trial;
 
 pub use background::BACKGROUND_GRAPH_HOOKS;
 use background::Background;

@@ -72,7 +72,7 @@ pub fn authoring(loaded: &mcpflow_config::Loaded, engine: &Engine) -> mcpflow_au
         config: std::sync::Arc::new(loaded.config.clone()),
         base_dir: loaded.base_dir.clone(),
     };
-    mcpflow_authoring::Authoring::new(loaded.config.authoring.unwrap_or_default(), served)
+    mcpflow_authoring::Authoring::new(loaded.config.authoring.clone().unwrap_or_default(), served)
 }
 
 /// A client named `mcpflow-tests` (2025-11-25) connected in process to `server`.
