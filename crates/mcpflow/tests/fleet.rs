@@ -187,6 +187,92 @@ async fn until_ok(url: &str) {
     panic!("{url} never answered 200");
 }
 
+/// Three replicas of one config on a fresh PostgreSQL schema behind HAProxy. Dropped, it
+/// stops them all, then drops the schema.
+struct Fleet {
+    replicas: Vec<Proc>,
+    _balancer: Proc,
+    config: PathBuf,
+    ports: Vec<u16>,
+    front: u16,
+    store: TestStore,
+}
+
+impl Fleet {
+    /// `None` (the test skipped, with a line) when HAProxy is not installed, unless
+    /// `MCPFLOW_REQUIRE_HAPROXY` is set.
+    async fn start(yaml: &str) -> Option<Fleet> {
+        let Some(haproxy) = haproxy() else {
+            if std::env::var_os("MCPFLOW_REQUIRE_HAPROXY").is_some() {
+                panic!("haproxy is not installed and MCPFLOW_REQUIRE_HAPROXY is set");
+            }
+            eprintln!("skipped: haproxy is not installed (apt-get install haproxy)");
+            return None;
+        };
+        let store = TestStore::postgres().await;
+        let config = store.config(yaml);
+        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let replicas: Vec<Proc> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| replica(&config, *port, &store.url, &format!("r{i}")))
+            .collect();
+        let front = free_port();
+        let haproxy_cfg = store.dir.path().join("haproxy.cfg");
+        std::fs::write(&haproxy_cfg, haproxy_config(front, &ports)).expect("haproxy.cfg");
+        let balancer = Proc(
+            Command::new(haproxy)
+                .args(["-db", "-f", haproxy_cfg.to_str().expect("utf-8")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("haproxy starts"),
+        );
+        until_ok(&format!("http://127.0.0.1:{front}/readyz")).await;
+        // Every replica up in HAProxy (two checks each).
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        Some(Fleet {
+            replicas,
+            _balancer: balancer,
+            config,
+            ports,
+            front,
+            store,
+        })
+    }
+
+    fn base(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports[i])
+    }
+
+    /// HAProxy's address.
+    fn front(&self) -> String {
+        format!("http://127.0.0.1:{}", self.front)
+    }
+
+    /// Starts replica `i` again (after it stopped), on its port, under its name.
+    fn restart(&mut self, i: usize) {
+        // Blocks while it starts: the load's clients go on on the other worker.
+        let started = tokio::task::block_in_place(|| {
+            replica(
+                &self.config,
+                self.ports[i],
+                &self.store.url,
+                &format!("r{i}"),
+            )
+        });
+        self.replicas[i] = started;
+    }
+
+    /// The index of the replica HAProxy names `name` (`x-replica`).
+    fn index_of(&self, name: &str) -> usize {
+        name.strip_prefix('r')
+            .and_then(|i| i.parse().ok())
+            .filter(|i| *i < self.replicas.len())
+            .unwrap_or_else(|| panic!("HAProxy named no replica of ours: {name:?}"))
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Era {
     Y2025,
@@ -535,38 +621,11 @@ async fn debugger_on_a_sees_a_run_on_b(a: &str, b: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
-    let Some(haproxy) = haproxy() else {
-        if std::env::var_os("MCPFLOW_REQUIRE_HAPROXY").is_some() {
-            panic!("haproxy is not installed and MCPFLOW_REQUIRE_HAPROXY is set");
-        }
-        eprintln!("skipped: haproxy is not installed (apt-get install haproxy)");
+    let Some(mut fleet) = Fleet::start(CONFIG).await else {
         return;
     };
-    let store = TestStore::postgres().await;
-    let config = store.config(CONFIG);
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let names = ["r0", "r1", "r2"];
-    let mut replicas: Vec<Proc> = ports
-        .iter()
-        .zip(names)
-        .map(|(port, name)| replica(&config, *port, &store.url, name))
-        .collect();
-    let base = |i: usize| format!("http://127.0.0.1:{}", ports[i]);
-    let front = free_port();
-    let haproxy_cfg = store.dir.path().join("haproxy.cfg");
-    std::fs::write(&haproxy_cfg, haproxy_config(front, &ports)).expect("haproxy.cfg");
-    let _balancer = Proc(
-        Command::new(haproxy)
-            .args(["-db", "-f", haproxy_cfg.to_str().expect("utf-8")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("haproxy starts"),
-    );
-    let url = format!("http://127.0.0.1:{front}/mcp");
-    until_ok(&format!("http://127.0.0.1:{front}/readyz")).await;
-    // Every replica up in HAProxy (two checks each).
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let base = |i: usize| fleet.base(i);
+    let url = format!("{}/mcp", fleet.front());
 
     debugger_on_a_sees_a_run_on_b(&base(0), &base(1)).await;
 
@@ -610,7 +669,7 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
     {
         // Nothing starts or ends between the snapshot and the kill.
         let in_flight = ledger.in_flight.lock().expect("ledger");
-        let killed = &mut replicas[2].0;
+        let killed = &mut fleet.replicas[2].0;
         killed.kill().expect("kill -9");
         killed.wait().expect("reaped");
         *ledger.at_kill.lock().expect("ledger") = Some(in_flight.clone());
@@ -681,14 +740,15 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
     );
 
     // Back to three, then a rolling restart of all three under load: nothing fails.
-    replicas[2] = tokio::task::block_in_place(|| replica(&config, ports[2], &store.url, names[2]));
+    fleet.restart(2);
     tokio::time::sleep(Duration::from_millis(800)).await;
     *ledger.phase.lock().expect("ledger") = "rolling";
     let before = ledger.failures.lock().expect("ledger").len();
     let stop = Arc::new(AtomicBool::new(false));
     let clients = run_load(&url, &ledger, &stop, 200).await;
-    for (i, running) in replicas.iter_mut().enumerate() {
+    for i in 0..fleet.replicas.len() {
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let running = &mut fleet.replicas[i];
         let pid = running.0.id().to_string();
         let status = Command::new("kill")
             .args(["-TERM", &pid])
@@ -702,9 +762,8 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert!(exited.success(), "replica {i} stopped cleanly: {exited:?}");
-        // Blocks while it starts: the load's clients go on on the other worker.
-        *running = tokio::task::block_in_place(|| replica(&config, ports[i], &store.url, names[i]));
-        until_ok(&format!("{}/readyz", base(i))).await;
+        fleet.restart(i);
+        until_ok(&format!("{}/readyz", fleet.base(i))).await;
         // HAProxy takes it back after two good checks.
         tokio::time::sleep(Duration::from_millis(600)).await;
     }
@@ -723,4 +782,110 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
         ledger.answered.load(Ordering::Relaxed),
         ledger.reinitialized.load(Ordering::Relaxed)
     );
+}
+
+/// A resumable tool whose upstream call naps, on a fleet whose replicas hold their runs for
+/// 2 s without renewing (`store.leaseSeconds`).
+const RESUMABLE: &str = r#"
+version: "1.0"
+server: {name: fleet, version: "1.0.0"}
+store: {leaseSeconds: 2}
+mcpServers:
+  fixture: {command: "{fixture}"}
+tools:
+  - name: slow
+    resumable: true
+    inputSchema: {type: object, properties: {ms: {type: integer}}, required: [ms]}
+    nodes:
+      - {id: entry, type: entry, next: first}
+      - {id: first, type: mcp, server: fixture, tool: echo, args: {text: "first"}, next: nap}
+      - {id: nap, type: mcp, server: fixture, tool: sleep, args: {ms: {expr: "entry.ms"}}, next: exit}
+      - {id: exit, type: exit}
+"#;
+
+/// `GET /api/runs/{id}` through `url` until the run ended, for at most 20 s (a lease of 2 s
+/// lapses, a peer's upkeep sees it within a second, and the nap runs again).
+async fn until_ended(url: &str, id: &str) -> Value {
+    let http = client();
+    for _ in 0..200 {
+        if let Ok(r) = http.get(format!("{url}/api/runs/{id}")).send().await
+            && r.status() == 200
+            && let Ok(run) = r.json::<Value>().await
+            && !["running", "paused", "interrupted"].contains(&run["status"].as_str().unwrap_or(""))
+        {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} never ended");
+}
+
+fn executions(run: &Value, node: &str) -> usize {
+    run["history"]
+        .as_array()
+        .map_or(0, |h| h.iter().filter(|r| r["nodeId"] == node).count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_restarts_a_killed_replicas_resumable_run_once_its_lease_lapses() {
+    let Some(mut fleet) = Fleet::start(RESUMABLE).await else {
+        return;
+    };
+    let front = fleet.front();
+    let http = client();
+
+    // A live replica keeps its short lease: a run longer than it is not taken by a peer
+    // (it would fail here, its owner's next write refused as a lost lease).
+    let ledger = Arc::new(Ledger::default());
+    let mut mcp = Mcp::new(&format!("{front}/mcp"), Era::Y2026, ledger).await;
+    let r = mcp
+        .call("slow", json!({"ms": 3000}))
+        .await
+        .expect("a run longer than the lease answered");
+    structured(&r);
+
+    // A run started through HAProxy, killed with its replica in the middle of its nap.
+    let started = http
+        .post(format!("{front}/api/runs"))
+        .header("content-type", "application/json")
+        .body(json!({"tool": "slow", "args": {"ms": 2000}}).to_string())
+        .send()
+        .await
+        .expect("run started");
+    let owner = started
+        .headers()
+        .get("x-replica")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .expect("HAProxy names the replica");
+    let started: Value = started.json().await.expect("JSON");
+    let id = started["id"].as_str().expect("run id").to_owned();
+    let b = fleet.index_of(&owner);
+    // Its first upstream call is committed before the nap starts.
+    let on_b = fleet.base(b);
+    for _ in 0..200 {
+        let run: Value = http
+            .get(format!("{on_b}/api/runs/{id}"))
+            .send()
+            .await
+            .expect("run read")
+            .json()
+            .await
+            .expect("JSON");
+        if executions(&run, "first") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let killed = &mut fleet.replicas[b].0;
+    killed.kill().expect("kill -9");
+    killed.wait().expect("reaped");
+
+    let run = until_ended(&front, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    // Restarted after its last committed node: the first call is not made again.
+    assert_eq!(executions(&run, "first"), 1, "{run}");
+    assert_eq!(executions(&run, "nap"), 1, "{run}");
+    let text = run["result"].to_string();
+    assert!(text.contains("2000"), "the nap's result: {run}");
 }
