@@ -889,3 +889,202 @@ async fn a_peer_restarts_a_killed_replicas_resumable_run_once_its_lease_lapses()
     let text = run["result"].to_string();
     assert!(text.contains("2000"), "the nap's result: {run}");
 }
+
+/// What the replicas say on the fleet channel (the test listens to it too).
+struct Channel(sqlx::postgres::PgListener);
+
+impl Channel {
+    async fn listen(store: &TestStore) -> Channel {
+        let schema = store.schema().expect("a PostgreSQL store");
+        let mut listener = sqlx::postgres::PgListener::connect(&sessions_support::pg_base_url())
+            .await
+            .expect("the test listens");
+        listener
+            .listen(&format!("mcpflow_{schema}"))
+            .await
+            .expect("LISTEN");
+        Channel(listener)
+    }
+
+    /// The messages sent within `window` from now.
+    async fn heard(&mut self, window: Duration) -> Vec<Value> {
+        let mut heard = Vec::new();
+        let until = tokio::time::Instant::now() + window;
+        while let Ok(Ok(note)) = tokio::time::timeout_at(until, self.0.recv()).await {
+            heard.push(serde_json::from_str(note.payload()).expect("a fleet message is JSON"));
+        }
+        heard
+    }
+
+    /// The first message `matches` accepts, within 30 s.
+    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        let heard = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let note = self.0.recv().await.expect("the channel is up");
+                let m: Value = serde_json::from_str(note.payload()).expect("JSON");
+                if matches(&m) {
+                    return m;
+                }
+            }
+        })
+        .await;
+        heard.expect("the fleet message never came")
+    }
+}
+
+/// One SSE stream read on a task of its own: (event, data) as they come. Dropping it (or
+/// aborting its task) closes the connection.
+struct Sse {
+    events: tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sse {
+    async fn open(url: String) -> Sse {
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let mut response = reqwest::Client::new()
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("events requested");
+        assert_eq!(response.status(), 200, "{url}");
+        let task = tokio::spawn(async move {
+            let mut text = String::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(at) = text.find("\n\n") {
+                    let block: String = text.drain(..at + 2).collect();
+                    let field = |name: &str| {
+                        block
+                            .lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .map(|v| v.trim().to_owned())
+                    };
+                    if let Some(event) = field("event:") {
+                        let data = field("data:")
+                            .and_then(|d| serde_json::from_str(&d).ok())
+                            .unwrap_or(Value::Null);
+                        if tx.send((event, data)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Sse { events, task }
+    }
+
+    /// The next event `matches` accepts (the others are passed over), within 30 s.
+    async fn until(&mut self, matches: impl Fn(&str, &Value) -> bool) -> (String, Value) {
+        let found = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let (event, data) = self.events.recv().await.expect("the stream is open");
+                if matches(&event, &data) {
+                    return (event, data);
+                }
+            }
+        })
+        .await;
+        found.expect("the event never came")
+    }
+
+    fn close(self) {
+        self.task.abort();
+    }
+}
+
+/// Starts `double` on the replica at `base` through the run API; its id.
+async fn start_double(base: &str, n: i64, pause: bool) -> String {
+    let started: Value = client()
+        .post(format!("{base}/api/runs"))
+        .header("content-type", "application/json")
+        .body(json!({"tool": "double", "args": {"n": n}, "debug": {"pause": pause}}).to_string())
+        .send()
+        .await
+        .expect("run started")
+        .json()
+        .await
+        .expect("JSON");
+    started["id"].as_str().expect("run id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_of_all_runs_sees_the_fleets_and_nothing_is_sent_unwatched() {
+    let Some(fleet) = Fleet::start(CONFIG).await else {
+        return;
+    };
+    let (a, b) = (fleet.base(0), fleet.base(1));
+    let mut channel = Channel::listen(&fleet.store).await;
+
+    // Nobody watches: a run on B sends nothing to the fleet.
+    let id = start_double(&b, 1, false).await;
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(heard.is_empty(), "sent while nobody watched: {heard:?}");
+
+    // A watcher of all runs on A: each replica answers with its live runs, then B's run's
+    // events reach it.
+    let mut all = Sse::open(format!("{a}/api/events")).await;
+    for _ in 0..3 {
+        all.until(|event, _| event == "live").await;
+    }
+    let id = start_double(&b, 2, false).await;
+    let (_, started) = all
+        .until(|event, data| event == "runStarted" && data["runId"] == id.as_str())
+        .await;
+    assert_eq!(started["tool"], "double", "{started}");
+    let (_, twice) = all
+        .until(|event, data| {
+            event == "nodeFinished"
+                && data["runId"] == id.as_str()
+                && data.to_string().contains(r#""nodeId":"twice""#)
+        })
+        .await;
+    assert!(twice.to_string().contains(r#""n":4"#), "{twice}");
+    let (_, finished) = all
+        .until(|event, data| event == "runFinished" && data["runId"] == id.as_str())
+        .await;
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+
+    // The watcher goes: A says so, and B sends nothing more.
+    all.close();
+    channel.until(|m| m["t"] == "unwatchAll").await;
+    // B stops on its next check of who watches (once a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let id = start_double(&b, 3, false).await;
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(
+        !heard.iter().any(|m| m["t"] == "all"),
+        "sent after the watcher left: {heard:?}"
+    );
+
+    // A watcher of one run on B, from A, that goes away before the run ends: B stops
+    // sending that run's events.
+    let id = start_double(&b, 4, true).await;
+    let mut one = Sse::open(format!("{a}/api/runs/{id}/events")).await;
+    one.until(|_, _| true).await;
+    let watch = channel
+        .until(|m| m["t"] == "watch" && m["run"] == id.as_str())
+        .await;
+    let w = watch["w"].as_str().expect("watch id").to_owned();
+    one.close();
+    channel
+        .until(|m| m["t"] == "unwatch" && m["w"] == w.as_str())
+        .await;
+    // What B sent before it heard that (its replay) is not what this checks.
+    channel.heard(Duration::from_millis(300)).await;
+    let resumed = client()
+        .post(format!("{b}/api/runs/{id}/resume"))
+        .send()
+        .await
+        .expect("resumed");
+    assert_eq!(resumed.status(), 200);
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(
+        !heard.iter().any(|m| m["w"] == w.as_str()),
+        "run {id}'s events sent after its watcher left: {heard:?}"
+    );
+}
