@@ -863,6 +863,7 @@ async fn a_peer_restarts_a_killed_replicas_resumable_run_once_its_lease_lapses()
     let b = fleet.index_of(&owner);
     // Its first upstream call is committed before the nap starts.
     let on_b = fleet.base(b);
+    let mut committed = false;
     for _ in 0..200 {
         let run: Value = http
             .get(format!("{on_b}/api/runs/{id}"))
@@ -873,10 +874,12 @@ async fn a_peer_restarts_a_killed_replicas_resumable_run_once_its_lease_lapses()
             .await
             .expect("JSON");
         if executions(&run, "first") == 1 {
+            committed = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    assert!(committed, "the run's first call was never recorded");
     let killed = &mut fleet.replicas[b].0;
     killed.kill().expect("kill -9");
     killed.wait().expect("reaped");
