@@ -29,6 +29,10 @@
 //! each watcher holds a cursor. A watcher that falls behind the log is dropped with an `end`
 //! event that says why; the stream of all runs drops one that falls behind its channel.
 //!
+//! **A fleet.** Replicas on one PostgreSQL store serve as one run API ([`fleet`]): one run's
+//! stream and its debug control reach it on whichever replica executes it, and the stream of
+//! all runs carries every replica's runs; nothing crosses the fleet while nobody watches.
+//!
 //! `GET /api/whoami` tells a caller who it is and its scopes (`whoami.rs`), which the web UI
 //! reads to offer only what they allow.
 //!
@@ -114,6 +118,8 @@ struct Inner {
     publish: Option<Arc<dyn mcpflow_authoring::Publish>>,
     /// Where the hook flow editor's hooks are tried.
     trials: mcpflow_gateway::Trials,
+    /// This replica in the fleet's stream of all runs, once it joined a fleet.
+    fleet: std::sync::OnceLock<Arc<fleet::all::FleetAll>>,
 }
 
 impl Api {
@@ -132,6 +138,7 @@ impl Api {
                 reload: None,
                 publish: None,
                 trials: mcpflow_gateway::Trials::new(),
+                fleet: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -189,6 +196,14 @@ impl Api {
     /// the process. Nothing on a store without a fleet (SQLite). Call after [`Api::attach`].
     pub fn join_fleet(&self) {
         tokio::spawn(fleet::serve(self.clone()));
+    }
+
+    pub(crate) fn fleet(&self) -> Option<&Arc<fleet::all::FleetAll>> {
+        self.inner.fleet.get()
+    }
+
+    pub(crate) fn set_fleet(&self, fleet: Arc<fleet::all::FleetAll>) {
+        let _ = self.inner.fleet.set(fleet);
     }
 
     pub fn registry(&self) -> &Arc<Registry> {
@@ -280,5 +295,9 @@ async fn events_of_run(State(api): State<Api>, Path(id): Path<String>) -> Respon
 }
 
 async fn events_of_all(State(api): State<Api>, RawQuery(_): RawQuery) -> Response {
-    stream::all_stream(api.registry())
+    match api.fleet() {
+        // Every replica's runs, over the fleet's channel.
+        Some(fleet) => fleet::all::all_stream(&api, fleet).await,
+        None => stream::all_stream(api.registry()),
+    }
 }

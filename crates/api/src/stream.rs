@@ -14,14 +14,14 @@ use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::registry::{Frame, LOG_BYTES, LOG_LIMIT, LiveRun, Registry};
 
-fn sse(frame: &Frame) -> SseEvent {
+pub(crate) fn sse(frame: &Frame) -> SseEvent {
     SseEvent::default()
         .id(frame.seq.to_string())
         .event(frame.name)
         .data(&frame.data)
 }
 
-fn end(reason: &str, run: Option<&str>) -> SseEvent {
+pub(crate) fn end(reason: &str, run: Option<&str>) -> SseEvent {
     SseEvent::default()
         .event("end")
         .data(json!({"event": "end", "runId": run, "reason": reason}).to_string())
@@ -102,6 +102,11 @@ struct AllWatch {
 /// watcher falls behind the shared channel (then an `end` event says so) or goes away.
 pub fn all_stream(registry: &Arc<Registry>) -> Response {
     let (first, rx) = registry.watch_all();
+    all_stream_from(first, rx)
+}
+
+/// The same, from a watch already taken.
+pub(crate) fn all_stream_from(first: Arc<Frame>, rx: broadcast::Receiver<Arc<Frame>>) -> Response {
     let state = AllWatch {
         first: Some(first),
         rx,
@@ -129,7 +134,9 @@ pub fn all_stream(registry: &Arc<Registry>) -> Response {
     }))
 }
 
-fn respond(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+pub(crate) fn respond(
+    stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()

@@ -122,11 +122,33 @@ impl Ctx<'_> {
                 let expected = self.keyword_value(err);
                 out.push(self.type_problem(&pointer, instance, expected));
             }
+            ValidationErrorKind::Minimum { limit } if limit.as_u64().is_some_and(|m| m > 1) => {
+                out.push(Problem::new(
+                    pointer.clone(),
+                    format!(
+                        "{} must be at least {limit}, got {}{}",
+                        field_name(&pointer),
+                        self.written(&pointer, instance),
+                        self.in_place(place::parent(&pointer))
+                    ),
+                ));
+            }
             ValidationErrorKind::Minimum { .. } | ValidationErrorKind::ExclusiveMinimum { .. } => {
                 out.push(Problem::new(
                     pointer.clone(),
                     format!(
                         "{} must be a positive integer, got {}{}",
+                        field_name(&pointer),
+                        self.written(&pointer, instance),
+                        self.in_place(place::parent(&pointer))
+                    ),
+                ));
+            }
+            ValidationErrorKind::Maximum { limit } => {
+                out.push(Problem::new(
+                    pointer.clone(),
+                    format!(
+                        "{} must be at most {limit}, got {}{}",
                         field_name(&pointer),
                         self.written(&pointer, instance),
                         self.in_place(place::parent(&pointer))

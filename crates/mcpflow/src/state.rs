@@ -4,9 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use mcpflow_config::Loaded;
+use mcpflow_config::StoreConfig;
 use mcpflow_engine::{Durability, Engine};
 use mcpflow_store::{Store, now_ms, redact_url};
 
@@ -125,19 +127,31 @@ pub async fn pin(
         .as_ref()
         .map(|s| s.retention())
         .unwrap_or_default();
+    let lease = lease_of(loaded);
     let versions = crate::versions::StoredVersions::new(
         store.clone(),
         owner.clone(),
         engine.pool().clone(),
         mcp_json.map(Path::to_path_buf),
+        lease,
     );
     let durability = Durability::new(store, owner, version, sessions)
         .with_retention(retention)
+        .with_lease(lease)
         .with_versions(Arc::new(versions));
     if engine.attach_durability(durability).is_err() {
         return Err("the engine already has a store".into());
     }
     Ok(())
+}
+
+/// How long this process's claim on the runs it executes lasts (`store.leaseSeconds`).
+fn lease_of(loaded: &Loaded) -> Duration {
+    let seconds = match &loaded.config.store {
+        Some(store) => store.lease_seconds(),
+        None => StoreConfig::DEFAULT_LEASE_SECONDS,
+    };
+    Duration::from_secs(seconds)
 }
 
 /// This process's name in leases: `--instance`, else host and pid (a restarted process then

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcpflow_config::Loaded;
@@ -111,6 +112,8 @@ pub struct StoredVersions {
     owner: String,
     pool: UpstreamPool,
     mcp_json: Option<PathBuf>,
+    /// This process's lease: a run is this process's for as long whatever version it runs on.
+    lease: Duration,
     /// Newest last; one compile at a time, so concurrent continues of one version share it.
     compiled: tokio::sync::Mutex<Vec<(String, Engine)>>,
 }
@@ -130,12 +133,14 @@ impl StoredVersions {
         owner: String,
         pool: UpstreamPool,
         mcp_json: Option<PathBuf>,
+        lease: Duration,
     ) -> StoredVersions {
         StoredVersions {
             store,
             owner,
             pool,
             mcp_json,
+            lease,
             compiled: tokio::sync::Mutex::new(Vec::new()),
         }
     }
@@ -162,7 +167,8 @@ impl StoredVersions {
             self.owner.clone(),
             version.to_owned(),
             sessions,
-        );
+        )
+        .with_lease(self.lease);
         if engine.attach_durability(durability).is_err() {
             return Err("the compiled engine already had a store".into());
         }

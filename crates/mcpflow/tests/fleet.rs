@@ -187,6 +187,92 @@ async fn until_ok(url: &str) {
     panic!("{url} never answered 200");
 }
 
+/// Three replicas of one config on a fresh PostgreSQL schema behind HAProxy. Dropped, it
+/// stops them all, then drops the schema.
+struct Fleet {
+    replicas: Vec<Proc>,
+    _balancer: Proc,
+    config: PathBuf,
+    ports: Vec<u16>,
+    front: u16,
+    store: TestStore,
+}
+
+impl Fleet {
+    /// `None` (the test skipped, with a line) when HAProxy is not installed, unless
+    /// `MCPFLOW_REQUIRE_HAPROXY` is set.
+    async fn start(yaml: &str) -> Option<Fleet> {
+        let Some(haproxy) = haproxy() else {
+            if std::env::var_os("MCPFLOW_REQUIRE_HAPROXY").is_some() {
+                panic!("haproxy is not installed and MCPFLOW_REQUIRE_HAPROXY is set");
+            }
+            eprintln!("skipped: haproxy is not installed (apt-get install haproxy)");
+            return None;
+        };
+        let store = TestStore::postgres().await;
+        let config = store.config(yaml);
+        let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let replicas: Vec<Proc> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| replica(&config, *port, &store.url, &format!("r{i}")))
+            .collect();
+        let front = free_port();
+        let haproxy_cfg = store.dir.path().join("haproxy.cfg");
+        std::fs::write(&haproxy_cfg, haproxy_config(front, &ports)).expect("haproxy.cfg");
+        let balancer = Proc(
+            Command::new(haproxy)
+                .args(["-db", "-f", haproxy_cfg.to_str().expect("utf-8")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("haproxy starts"),
+        );
+        until_ok(&format!("http://127.0.0.1:{front}/readyz")).await;
+        // Every replica up in HAProxy (two checks each).
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        Some(Fleet {
+            replicas,
+            _balancer: balancer,
+            config,
+            ports,
+            front,
+            store,
+        })
+    }
+
+    fn base(&self, i: usize) -> String {
+        format!("http://127.0.0.1:{}", self.ports[i])
+    }
+
+    /// HAProxy's address.
+    fn front(&self) -> String {
+        format!("http://127.0.0.1:{}", self.front)
+    }
+
+    /// Starts replica `i` again (after it stopped), on its port, under its name.
+    fn restart(&mut self, i: usize) {
+        // Blocks while it starts: the load's clients go on on the other worker.
+        let started = tokio::task::block_in_place(|| {
+            replica(
+                &self.config,
+                self.ports[i],
+                &self.store.url,
+                &format!("r{i}"),
+            )
+        });
+        self.replicas[i] = started;
+    }
+
+    /// The index of the replica HAProxy names `name` (`x-replica`).
+    fn index_of(&self, name: &str) -> usize {
+        name.strip_prefix('r')
+            .and_then(|i| i.parse().ok())
+            .filter(|i| *i < self.replicas.len())
+            .unwrap_or_else(|| panic!("HAProxy named no replica of ours: {name:?}"))
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Era {
     Y2025,
@@ -535,38 +621,11 @@ async fn debugger_on_a_sees_a_run_on_b(a: &str, b: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
-    let Some(haproxy) = haproxy() else {
-        if std::env::var_os("MCPFLOW_REQUIRE_HAPROXY").is_some() {
-            panic!("haproxy is not installed and MCPFLOW_REQUIRE_HAPROXY is set");
-        }
-        eprintln!("skipped: haproxy is not installed (apt-get install haproxy)");
+    let Some(mut fleet) = Fleet::start(CONFIG).await else {
         return;
     };
-    let store = TestStore::postgres().await;
-    let config = store.config(CONFIG);
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let names = ["r0", "r1", "r2"];
-    let mut replicas: Vec<Proc> = ports
-        .iter()
-        .zip(names)
-        .map(|(port, name)| replica(&config, *port, &store.url, name))
-        .collect();
-    let base = |i: usize| format!("http://127.0.0.1:{}", ports[i]);
-    let front = free_port();
-    let haproxy_cfg = store.dir.path().join("haproxy.cfg");
-    std::fs::write(&haproxy_cfg, haproxy_config(front, &ports)).expect("haproxy.cfg");
-    let _balancer = Proc(
-        Command::new(haproxy)
-            .args(["-db", "-f", haproxy_cfg.to_str().expect("utf-8")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("haproxy starts"),
-    );
-    let url = format!("http://127.0.0.1:{front}/mcp");
-    until_ok(&format!("http://127.0.0.1:{front}/readyz")).await;
-    // Every replica up in HAProxy (two checks each).
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let base = |i: usize| fleet.base(i);
+    let url = format!("{}/mcp", fleet.front());
 
     debugger_on_a_sees_a_run_on_b(&base(0), &base(1)).await;
 
@@ -610,7 +669,7 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
     {
         // Nothing starts or ends between the snapshot and the kill.
         let in_flight = ledger.in_flight.lock().expect("ledger");
-        let killed = &mut replicas[2].0;
+        let killed = &mut fleet.replicas[2].0;
         killed.kill().expect("kill -9");
         killed.wait().expect("reaped");
         *ledger.at_kill.lock().expect("ledger") = Some(in_flight.clone());
@@ -681,14 +740,15 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
     );
 
     // Back to three, then a rolling restart of all three under load: nothing fails.
-    replicas[2] = tokio::task::block_in_place(|| replica(&config, ports[2], &store.url, names[2]));
+    fleet.restart(2);
     tokio::time::sleep(Duration::from_millis(800)).await;
     *ledger.phase.lock().expect("ledger") = "rolling";
     let before = ledger.failures.lock().expect("ledger").len();
     let stop = Arc::new(AtomicBool::new(false));
     let clients = run_load(&url, &ledger, &stop, 200).await;
-    for (i, running) in replicas.iter_mut().enumerate() {
+    for i in 0..fleet.replicas.len() {
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let running = &mut fleet.replicas[i];
         let pid = running.0.id().to_string();
         let status = Command::new("kill")
             .args(["-TERM", &pid])
@@ -702,9 +762,8 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert!(exited.success(), "replica {i} stopped cleanly: {exited:?}");
-        // Blocks while it starts: the load's clients go on on the other worker.
-        *running = tokio::task::block_in_place(|| replica(&config, ports[i], &store.url, names[i]));
-        until_ok(&format!("{}/readyz", base(i))).await;
+        fleet.restart(i);
+        until_ok(&format!("{}/readyz", fleet.base(i))).await;
         // HAProxy takes it back after two good checks.
         tokio::time::sleep(Duration::from_millis(600)).await;
     }
@@ -722,5 +781,313 @@ async fn three_replicas_behind_haproxy_survive_a_kill_and_a_rolling_restart() {
         "fleet: rolling restart: {} calls answered in all, {} re-initializations in all",
         ledger.answered.load(Ordering::Relaxed),
         ledger.reinitialized.load(Ordering::Relaxed)
+    );
+}
+
+/// A resumable tool whose upstream call naps, on a fleet whose replicas hold their runs for
+/// 2 s without renewing (`store.leaseSeconds`).
+const RESUMABLE: &str = r#"
+version: "1.0"
+server: {name: fleet, version: "1.0.0"}
+store: {leaseSeconds: 2}
+mcpServers:
+  fixture: {command: "{fixture}"}
+tools:
+  - name: slow
+    resumable: true
+    inputSchema: {type: object, properties: {ms: {type: integer}}, required: [ms]}
+    nodes:
+      - {id: entry, type: entry, next: first}
+      - {id: first, type: mcp, server: fixture, tool: echo, args: {text: "first"}, next: nap}
+      - {id: nap, type: mcp, server: fixture, tool: sleep, args: {ms: {expr: "entry.ms"}}, next: exit}
+      - {id: exit, type: exit}
+"#;
+
+/// `GET /api/runs/{id}` through `url` until the run ended, for at most 20 s (a lease of 2 s
+/// lapses, a peer's upkeep sees it within a second, and the nap runs again).
+async fn until_ended(url: &str, id: &str) -> Value {
+    let http = client();
+    for _ in 0..200 {
+        if let Ok(r) = http.get(format!("{url}/api/runs/{id}")).send().await
+            && r.status() == 200
+            && let Ok(run) = r.json::<Value>().await
+            && !["running", "paused", "interrupted"].contains(&run["status"].as_str().unwrap_or(""))
+        {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("run {id} never ended");
+}
+
+fn executions(run: &Value, node: &str) -> usize {
+    run["history"]
+        .as_array()
+        .map_or(0, |h| h.iter().filter(|r| r["nodeId"] == node).count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_restarts_a_killed_replicas_resumable_run_once_its_lease_lapses() {
+    let Some(mut fleet) = Fleet::start(RESUMABLE).await else {
+        return;
+    };
+    let front = fleet.front();
+    let http = client();
+
+    // A live replica keeps its short lease: a run longer than it is not taken by a peer
+    // (it would fail here, its owner's next write refused as a lost lease).
+    let ledger = Arc::new(Ledger::default());
+    let mut mcp = Mcp::new(&format!("{front}/mcp"), Era::Y2026, ledger).await;
+    let r = mcp
+        .call("slow", json!({"ms": 3000}))
+        .await
+        .expect("a run longer than the lease answered");
+    structured(&r);
+
+    // A run started through HAProxy, killed with its replica in the middle of its nap.
+    let started = http
+        .post(format!("{front}/api/runs"))
+        .header("content-type", "application/json")
+        .body(json!({"tool": "slow", "args": {"ms": 2000}}).to_string())
+        .send()
+        .await
+        .expect("run started");
+    let owner = started
+        .headers()
+        .get("x-replica")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .expect("HAProxy names the replica");
+    let started: Value = started.json().await.expect("JSON");
+    let id = started["id"].as_str().expect("run id").to_owned();
+    let b = fleet.index_of(&owner);
+    // Its first upstream call is committed before the nap starts.
+    let on_b = fleet.base(b);
+    let mut committed = false;
+    for _ in 0..200 {
+        let run: Value = http
+            .get(format!("{on_b}/api/runs/{id}"))
+            .send()
+            .await
+            .expect("run read")
+            .json()
+            .await
+            .expect("JSON");
+        if executions(&run, "first") == 1 {
+            committed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(committed, "the run's first call was never recorded");
+    let killed = &mut fleet.replicas[b].0;
+    killed.kill().expect("kill -9");
+    killed.wait().expect("reaped");
+
+    let run = until_ended(&front, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    // Restarted after its last committed node: the first call is not made again.
+    assert_eq!(executions(&run, "first"), 1, "{run}");
+    assert_eq!(executions(&run, "nap"), 1, "{run}");
+    let text = run["result"].to_string();
+    assert!(text.contains("2000"), "the nap's result: {run}");
+}
+
+/// What the replicas say on the fleet channel (the test listens to it too).
+struct Channel(sqlx::postgres::PgListener);
+
+impl Channel {
+    async fn listen(store: &TestStore) -> Channel {
+        let schema = store.schema().expect("a PostgreSQL store");
+        let mut listener = sqlx::postgres::PgListener::connect(&sessions_support::pg_base_url())
+            .await
+            .expect("the test listens");
+        listener
+            .listen(&format!("mcpflow_{schema}"))
+            .await
+            .expect("LISTEN");
+        Channel(listener)
+    }
+
+    /// The messages sent within `window` from now.
+    async fn heard(&mut self, window: Duration) -> Vec<Value> {
+        let mut heard = Vec::new();
+        let until = tokio::time::Instant::now() + window;
+        while let Ok(Ok(note)) = tokio::time::timeout_at(until, self.0.recv()).await {
+            heard.push(serde_json::from_str(note.payload()).expect("a fleet message is JSON"));
+        }
+        heard
+    }
+
+    /// The first message `matches` accepts, within 30 s.
+    async fn until(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        let heard = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let note = self.0.recv().await.expect("the channel is up");
+                let m: Value = serde_json::from_str(note.payload()).expect("JSON");
+                if matches(&m) {
+                    return m;
+                }
+            }
+        })
+        .await;
+        heard.expect("the fleet message never came")
+    }
+}
+
+/// One SSE stream read on a task of its own: (event, data) as they come. Dropping it (or
+/// aborting its task) closes the connection.
+struct Sse {
+    events: tokio::sync::mpsc::UnboundedReceiver<(String, Value)>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sse {
+    async fn open(url: String) -> Sse {
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let mut response = reqwest::Client::new()
+            .get(&url)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("events requested");
+        assert_eq!(response.status(), 200, "{url}");
+        let task = tokio::spawn(async move {
+            let mut text = String::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(at) = text.find("\n\n") {
+                    let block: String = text.drain(..at + 2).collect();
+                    let field = |name: &str| {
+                        block
+                            .lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .map(|v| v.trim().to_owned())
+                    };
+                    if let Some(event) = field("event:") {
+                        let data = field("data:")
+                            .and_then(|d| serde_json::from_str(&d).ok())
+                            .unwrap_or(Value::Null);
+                        if tx.send((event, data)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Sse { events, task }
+    }
+
+    /// The next event `matches` accepts (the others are passed over), within 30 s.
+    async fn until(&mut self, matches: impl Fn(&str, &Value) -> bool) -> (String, Value) {
+        let found = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let (event, data) = self.events.recv().await.expect("the stream is open");
+                if matches(&event, &data) {
+                    return (event, data);
+                }
+            }
+        })
+        .await;
+        found.expect("the event never came")
+    }
+
+    fn close(self) {
+        self.task.abort();
+    }
+}
+
+/// Starts `double` on the replica at `base` through the run API; its id.
+async fn start_double(base: &str, n: i64, pause: bool) -> String {
+    let started: Value = client()
+        .post(format!("{base}/api/runs"))
+        .header("content-type", "application/json")
+        .body(json!({"tool": "double", "args": {"n": n}, "debug": {"pause": pause}}).to_string())
+        .send()
+        .await
+        .expect("run started")
+        .json()
+        .await
+        .expect("JSON");
+    started["id"].as_str().expect("run id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_of_all_runs_sees_the_fleets_and_nothing_is_sent_unwatched() {
+    let Some(fleet) = Fleet::start(CONFIG).await else {
+        return;
+    };
+    let (a, b) = (fleet.base(0), fleet.base(1));
+    let mut channel = Channel::listen(&fleet.store).await;
+
+    // Nobody watches: a run on B sends nothing to the fleet.
+    let id = start_double(&b, 1, false).await;
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(heard.is_empty(), "sent while nobody watched: {heard:?}");
+
+    // A watcher of all runs on A: each replica answers with its live runs, then B's run's
+    // events reach it.
+    let mut all = Sse::open(format!("{a}/api/events")).await;
+    for _ in 0..3 {
+        all.until(|event, _| event == "live").await;
+    }
+    let id = start_double(&b, 2, false).await;
+    let (_, started) = all
+        .until(|event, data| event == "runStarted" && data["runId"] == id.as_str())
+        .await;
+    assert_eq!(started["tool"], "double", "{started}");
+    let (_, twice) = all
+        .until(|event, data| {
+            event == "nodeFinished"
+                && data["runId"] == id.as_str()
+                && data.to_string().contains(r#""nodeId":"twice""#)
+        })
+        .await;
+    assert!(twice.to_string().contains(r#""n":4"#), "{twice}");
+    let (_, finished) = all
+        .until(|event, data| event == "runFinished" && data["runId"] == id.as_str())
+        .await;
+    assert_eq!(finished["status"], "succeeded", "{finished}");
+
+    // The watcher goes: A says so, and B sends nothing more.
+    all.close();
+    channel.until(|m| m["t"] == "unwatchAll").await;
+    // B stops on its next check of who watches (once a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let id = start_double(&b, 3, false).await;
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(
+        !heard.iter().any(|m| m["t"] == "all"),
+        "sent after the watcher left: {heard:?}"
+    );
+
+    // A watcher of one run on B, from A, that goes away before the run ends: B stops
+    // sending that run's events.
+    let id = start_double(&b, 4, true).await;
+    let mut one = Sse::open(format!("{a}/api/runs/{id}/events")).await;
+    one.until(|_, _| true).await;
+    let watch = channel
+        .until(|m| m["t"] == "watch" && m["run"] == id.as_str())
+        .await;
+    let w = watch["w"].as_str().expect("watch id").to_owned();
+    one.close();
+    channel
+        .until(|m| m["t"] == "unwatch" && m["w"] == w.as_str())
+        .await;
+    // What B sent before it heard that (its replay) is not what this checks.
+    channel.heard(Duration::from_millis(300)).await;
+    let resumed = client()
+        .post(format!("{b}/api/runs/{id}/resume"))
+        .send()
+        .await
+        .expect("resumed");
+    assert_eq!(resumed.status(), 200);
+    until_ended(&b, &id).await;
+    let heard = channel.heard(Duration::from_millis(500)).await;
+    assert!(
+        !heard.iter().any(|m| m["w"] == w.as_str()),
+        "run {id}'s events sent after its watcher left: {heard:?}"
     );
 }

@@ -1,11 +1,11 @@
-//! Where runs and sessions are kept (`store:`, an mcpflow extension), and how long finished
-//! runs stay there.
+//! Where runs and sessions are kept (`store:`, an mcpflow extension), how long finished runs
+//! stay there, and how long a replica's claim on the runs it executes lasts.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `store:` is a URL (`sqlite://path`, relative to the config, or `postgres://…`), or an
-/// object with the URL and the retention of finished runs.
+/// object with the URL, the retention of finished runs and the run lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum StoreSetting {
@@ -31,6 +31,14 @@ impl StoreSetting {
             StoreSetting::Settings(s) => s.retention.unwrap_or_default(),
         }
     }
+
+    /// The run lease in seconds, the default filled in and kept within its bounds.
+    pub fn lease_seconds(&self) -> u64 {
+        match self {
+            StoreSetting::Url(_) => StoreConfig::DEFAULT_LEASE_SECONDS,
+            StoreSetting::Settings(s) => s.lease_seconds(),
+        }
+    }
 }
 
 /// The store with its settings.
@@ -46,6 +54,28 @@ pub struct StoreConfig {
     /// How long finished runs (and their history) are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<Retention>,
+    /// Seconds a process's claim on the runs it executes lasts without being renewed (default
+    /// 30, at least 2). A live process renews it about three times per lease. Once a process
+    /// dies, the runs it was executing (and the sessions it was continuing) stay its own this
+    /// long; then a replica on the same store marks them `interrupted` and restarts the
+    /// `resumable` ones. Shorter recovers sooner, for more frequent renewals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 3600))]
+    pub lease_seconds: Option<u64>,
+}
+
+impl StoreConfig {
+    pub const DEFAULT_LEASE_SECONDS: u64 = 30;
+    /// Below this, one slow round trip to the database could let a live process's lease lapse
+    /// and a peer restart a run that is still executing.
+    pub const MIN_LEASE_SECONDS: u64 = 2;
+    pub const MAX_LEASE_SECONDS: u64 = 3600;
+
+    pub fn lease_seconds(&self) -> u64 {
+        self.lease_seconds
+            .unwrap_or(Self::DEFAULT_LEASE_SECONDS)
+            .clamp(Self::MIN_LEASE_SECONDS, Self::MAX_LEASE_SECONDS)
+    }
 }
 
 /// Which finished runs the store keeps: those younger than `maxAgeSeconds`, and of them at most

@@ -103,6 +103,14 @@ impl Durability {
         self
     }
 
+    /// The same, holding the runs this process executes for `lease` without a write or a
+    /// heartbeat (`store.leaseSeconds`; the default is 30 s). The upkeep renews it about three
+    /// times per lease.
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Durability {
+        self.lease_ms = i64::try_from(lease.as_millis()).unwrap_or(Durability::DEFAULT_LEASE_MS);
+        self
+    }
+
     /// The same, keeping finished runs as `retention` says (the default: 7 days, 10000 runs).
     pub fn with_retention(mut self, retention: Retention) -> Durability {
         self.retention = retention;

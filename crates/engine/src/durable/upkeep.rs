@@ -41,14 +41,7 @@ impl Engine {
 
     /// The background upkeep, until the returned task is aborted; `None` without a store.
     pub fn spawn_upkeep(&self) -> Option<JoinHandle<()>> {
-        let d = self.durability()?;
-        // Expiry is checked at continue time too; the sweep only turns lapsed sessions into
-        // tombstones, so a tick of a fraction of the TTL (at most 5 s) is plenty.
-        let tick = Duration::from_millis(
-            u64::try_from(d.session_ttl_ms / 2)
-                .unwrap_or(5000)
-                .clamp(250, 5000),
-        );
+        let tick = tick_of(self.durability()?);
         let engine = self.clone();
         Some(tokio::spawn(async move {
             let mut timer = tokio::time::interval(tick);
@@ -108,6 +101,18 @@ impl Engine {
             });
         }
     }
+}
+
+/// How often the upkeep runs. Expiry is checked at continue time too; the sweep only turns
+/// lapsed sessions into tombstones, so a fraction of the TTL (at most 5 s) is plenty. The
+/// leases are renewed on the same tick: three times per lease, so one slow round trip to the
+/// store does not let a peer take a run this process is still executing.
+fn tick_of(d: &Durability) -> Duration {
+    Duration::from_millis(
+        u64::try_from((d.session_ttl_ms / 2).min(d.lease_ms / 3))
+            .unwrap_or(5000)
+            .clamp(250, 5000),
+    )
 }
 
 /// Deletes the finished runs `d.retention` no longer keeps. Never a running or waiting run, nor
@@ -182,5 +187,34 @@ async fn purge_audit(d: &Durability, before_ms: i64) {
             max_age_seconds = d.retention.max_age_seconds(),
             "audit rows deleted (store.retention)"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use mcpflow_model::SessionsConfig;
+
+    use super::{Durability, tick_of};
+
+    async fn durability(lease: Duration) -> Durability {
+        let store = mcpflow_store::open("sqlite::memory:")
+            .await
+            .expect("in-memory store");
+        Durability::new(store, "a".into(), "v1".into(), SessionsConfig::default()).with_lease(lease)
+    }
+
+    #[tokio::test]
+    async fn a_lease_is_renewed_three_times_before_it_lapses() {
+        assert_eq!(
+            tick_of(&durability(Duration::from_secs(30)).await),
+            Duration::from_secs(5)
+        );
+        let short = durability(Duration::from_secs(2)).await;
+        assert_eq!(tick_of(&short), Duration::from_millis(666));
+        // Never a busy loop, whatever a caller sets.
+        let tiny = durability(Duration::from_millis(10)).await;
+        assert_eq!(tick_of(&tiny), Duration::from_millis(250));
     }
 }

@@ -62,6 +62,11 @@ impl TestStore {
         }
     }
 
+    /// The PostgreSQL schema this test's store lives in.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     pub fn config(&self, yaml: &str) -> PathBuf {
         write_config(self.dir.path(), yaml)
     }

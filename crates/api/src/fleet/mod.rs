@@ -8,7 +8,12 @@
 //! answer back). Nobody answering within [`PATIENCE`] means no replica holds the run live, and
 //! the request is answered as before (404, or 409 for a run the store knows).
 //! An event too large for one NOTIFY reaches a remote watcher as a stub naming its size (the
-//! replica holding the run, or `GET /api/runs/{id}`, has it whole).
+//! replica holding the run, or `GET /api/runs/{id}`, has it whole). A remote watcher that goes
+//! away says `unwatch`, and the replica holding the run stops sending its events.
+//!
+//! [`all`]: the stream of all runs, fleet-wide.
+
+pub(crate) mod all;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -86,6 +91,9 @@ pub async fn serve(api: Api) {
             return;
         }
     };
+    let Some(me) = new_id() else { return };
+    let everything = all::FleetAll::new(store.clone(), me);
+    api.set_fleet(everything.clone());
     tokio::spawn(async move {
         loop {
             let text = match feed.recv().await {
@@ -102,6 +110,10 @@ pub async fn serve(api: Api) {
             let Ok(message) = serde_json::from_str::<Json>(&text) else {
                 continue;
             };
+            if matches!(message["t"].as_str(), Some("watchAll" | "unwatchAll")) {
+                everything.hear(&api, &message);
+                continue;
+            }
             let Some(run) = message["run"].as_str() else {
                 continue;
             };
@@ -129,15 +141,19 @@ pub async fn serve(api: Api) {
     });
 }
 
-/// Streams run `run`'s recorded events to the fleet watcher `w`, until the run ends.
+/// Streams run `run`'s recorded events to the fleet watcher `w`, until the run ends or the
+/// watcher goes away.
 async fn forward(api: Api, store: Arc<dyn Store>, run: String, w: String) {
     let Some(live) = api.registry().get(&run) else {
+        return;
+    };
+    let Ok(Some(mut feed)) = store.listen().await else {
         return;
     };
     let watch = api.registry().watch(&live);
     let mut follow = watch.follow;
     for frame in watch.replay {
-        if !send_frame(store.as_ref(), &w, &run, &frame).await {
+        if gone(&mut feed, &w) || !send_frame(store.as_ref(), &w, &run, &frame).await {
             return;
         }
     }
@@ -146,7 +162,15 @@ async fn forward(api: Api, store: Arc<dyn Store>, run: String, w: String) {
         return;
     };
     loop {
-        match rx.recv().await {
+        let received = tokio::select! {
+            received = rx.recv() => received,
+            heard = feed.recv() => match heard {
+                Ok(text) if is_unwatch(&text, &w) => return,
+                Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return,
+            },
+        };
+        match received {
             Ok(frame) => {
                 let last = frame.name == "end";
                 if !send_frame(store.as_ref(), &w, &run, &frame).await || last {
@@ -160,6 +184,24 @@ async fn forward(api: Api, store: Arc<dyn Store>, run: String, w: String) {
             }
         }
     }
+}
+
+/// Whether the fleet said, in what it sent so far, that watch `w` is gone.
+fn gone(feed: &mut broadcast::Receiver<String>, w: &str) -> bool {
+    loop {
+        match feed.try_recv() {
+            Ok(text) if is_unwatch(&text, w) => return true,
+            Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Whether `text` says that watch `w` is gone.
+fn is_unwatch(text: &str, w: &str) -> bool {
+    // Most messages are other things: a cheap look before parsing.
+    text.contains("\"unwatch\"")
+        && serde_json::from_str::<Json>(text).is_ok_and(|m| m["t"] == "unwatch" && m["w"] == w)
 }
 
 async fn send_frame(store: &dyn Store, w: &str, run: &str, frame: &Frame) -> bool {
@@ -276,8 +318,10 @@ pub(crate) async fn watch(api: &Api, run: &str) -> Option<Response> {
     let first = tokio::time::timeout(PATIENCE, next_frame(&mut feed, &w))
         .await
         .ok()??;
+    let bye = json!({"t": "unwatch", "w": w}).to_string();
     let state = RemoteWatch {
         feed,
+        _leave: all::Leave::new(store, bye, None),
         w,
         first: Some(first),
         over: false,
@@ -302,6 +346,8 @@ pub(crate) async fn watch(api: &Api, run: &str) -> Option<Response> {
 
 struct RemoteWatch {
     feed: broadcast::Receiver<String>,
+    /// Tells the replica holding the run when this watcher is gone.
+    _leave: all::Leave,
     w: String,
     first: Option<RemoteFrame>,
     over: bool,
