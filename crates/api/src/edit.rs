@@ -159,16 +159,11 @@ pub async fn save(State(api): State<Api>, body: Bytes) -> Response {
         Err(e) => return e.into_response(),
     };
     let parsed = body_object(&body).and_then(|body| {
-        let expected = match body.get("base") {
-            Some(Json::Null) => Expected::Absent,
-            Some(Json::String(v)) => Expected::Version(v.clone()),
-            _ => {
-                return Err(ApiError::bad_request(
-                    "`base` is the `version` of the tool as it was opened (GET \
-                     /api/tools/{tool}/source), or null for a new tool",
-                ));
-            }
-        };
+        let expected = base(
+            &body,
+            "`base` is the `version` of the tool as it was opened (GET \
+             /api/tools/{tool}/source), or null for a new tool",
+        )?;
         Ok((definition(&body)?, expected))
     });
     let (definition, expected) = match parsed {
@@ -186,6 +181,16 @@ pub async fn save(State(api): State<Api>, body: Bytes) -> Response {
             "tools": saved.tools,
         })),
         Err(e) => refusal(e).into_response(),
+    }
+}
+
+/// A save's `base`: the file's `version` as it was opened, or `null` (it did not exist);
+/// `what` says so for this save when the field is neither.
+pub(crate) fn base(body: &serde_json::Map<String, Json>, what: &str) -> Result<Expected, ApiError> {
+    match body.get("base") {
+        Some(Json::Null) => Ok(Expected::Absent),
+        Some(Json::String(v)) => Ok(Expected::Version(v.clone())),
+        _ => Err(ApiError::bad_request(what)),
     }
 }
 

@@ -8,13 +8,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use mcpflow_authoring::Expected;
 use mcpflow_gateway::{Sample, TrialError, TrialOutcome};
 use mcpflow_model::proxy::Hook;
 use serde_json::{Map, Value as Json, json};
 
 use crate::Api;
-use crate::edit::{answer, blocking, publish, refusal};
+use crate::edit::{answer, base, blocking, publish, refusal};
 use crate::error::ApiError;
 use crate::http::{body_object, ok};
 
@@ -216,16 +215,11 @@ pub async fn save(State(api): State<Api>, body: Bytes) -> Response {
         Err(e) => return e.into_response(),
     };
     let parsed = body_object(&body).and_then(|body| {
-        let expected = match body.get("base") {
-            Some(Json::Null) => Expected::Absent,
-            Some(Json::String(v)) => Expected::Version(v.clone()),
-            _ => {
-                return Err(ApiError::bad_request(
-                    "`base` is the `version` of the hooks file as it was opened (GET \
-                     /api/hooks), or null when it did not exist",
-                ));
-            }
-        };
+        let expected = base(
+            &body,
+            "`base` is the `version` of the hooks file as it was opened (GET /api/hooks), or \
+             null when it did not exist",
+        )?;
         match body.get("hooks") {
             Some(Json::Array(hooks)) => Ok((hooks.clone(), expected)),
             _ => Err(ApiError::bad_request(

@@ -151,6 +151,36 @@ async fn finished_runs_are_recorded_once_a_full_disk_has_room_again() {
     assert_eq!(d.unrecorded_runs(), 0);
 }
 
+/// `clients` tasks running `small` `each` times, all at once.
+async fn run_small(engine: &Engine, clients: usize, each: usize) {
+    let clients: Vec<_> = (0..clients)
+        .map(|_| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                for _ in 0..each {
+                    let run = engine.run(RunRequest::new("small", json!({}))).await;
+                    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.await.expect("client");
+    }
+}
+
+/// Every one of `runs` finished runs is in `store`, none given up.
+async fn all_recorded(engine: &Engine, store: &dyn Store, runs: usize) {
+    let d = engine.durability().expect("attached");
+    assert!(
+        d.settle_records(Duration::from_secs(60)).await,
+        "every record reached the store"
+    );
+    assert_eq!(d.unrecorded_runs(), 0);
+    let stats = store.run_stats().await.expect("stats");
+    assert_eq!(stats.count(Stored::Succeeded), runs as u64);
+}
+
 /// Thousands of runs finishing at once, as a busy replica finishes them: each was a task of
 /// its own waiting on the store's few connections, past their acquire timeout, and tens of
 /// thousands of records were given up at ~4,600 calls/s (bench/README.md, fleet). Now they
@@ -163,28 +193,8 @@ async fn thousands_of_runs_finishing_together_are_all_recorded() {
     let engine = engine(&store, Retention::default());
     const CLIENTS: usize = 64;
     const RUNS_EACH: usize = 60;
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                for _ in 0..RUNS_EACH {
-                    let run = engine.run(RunRequest::new("small", json!({}))).await;
-                    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
-                }
-            })
-        })
-        .collect();
-    for client in clients {
-        client.await.expect("client");
-    }
-    let d = engine.durability().expect("attached");
-    assert!(
-        d.settle_records(Duration::from_secs(120)).await,
-        "every record reached the store"
-    );
-    assert_eq!(d.unrecorded_runs(), 0);
-    let stats = store.run_stats().await.expect("stats");
-    assert_eq!(stats.count(Stored::Succeeded), (CLIENTS * RUNS_EACH) as u64);
+    run_small(&engine, CLIENTS, RUNS_EACH).await;
+    all_recorded(&engine, &*store, CLIENTS * RUNS_EACH).await;
 }
 
 /// `psql` on the test server (CI's PostgreSQL; `MCPFLOW_TEST_PG` names another).
@@ -263,33 +273,13 @@ async fn a_store_that_stalls_for_seconds_loses_no_record() {
 
     const CLIENTS: usize = 32;
     const RUNS_EACH: usize = 50;
-    let clients: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                for _ in 0..RUNS_EACH {
-                    let run = engine.run(RunRequest::new("small", json!({}))).await;
-                    assert_eq!(run.status, RunStatus::Succeeded, "{:?}", run.end);
-                }
-            })
-        })
-        .collect();
-    for client in clients {
-        client.await.expect("client");
-    }
+    run_small(&engine, CLIENTS, RUNS_EACH).await;
     let status = tokio::task::spawn_blocking(move || stall.wait())
         .await
         .expect("join")
         .expect("psql ends");
     assert!(status.success(), "the stall ran: {status:?}");
-    let d = engine.durability().expect("attached");
-    assert!(
-        d.settle_records(Duration::from_secs(60)).await,
-        "every record reached the store"
-    );
-    assert_eq!(d.unrecorded_runs(), 0);
-    let stats = store.run_stats().await.expect("stats");
-    assert_eq!(stats.count(Stored::Succeeded), (CLIENTS * RUNS_EACH) as u64);
+    all_recorded(&engine, &*store, CLIENTS * RUNS_EACH).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
