@@ -13,7 +13,7 @@ import type { Obj } from "./definition";
 import { GraphView } from "./GraphView";
 import type { Editing, Overlay } from "./GraphView";
 import { JsonField, NodeForm } from "./NodeForm";
-import { YamlPane } from "./YamlPane";
+import { CodePane } from "./CodePane";
 import { toYaml } from "./yaml";
 
 let authoring: Promise<Authoring> | null = null;
@@ -391,7 +391,9 @@ function Editor(props: { info: Authoring; opened: Opened; onSaved: (tool: string
           <div className="empty">{parseError ? "the YAML does not parse yet" : "reading the YAML…"}</div>
         )}
         <section className="yaml-col" aria-label="Tool YAML">
-          <YamlPane
+          <CodePane
+            label="YAML"
+            name="yaml"
             text={doc.text}
             problems={parseError ? [parseError] : problems}
             onChange={(text) => {

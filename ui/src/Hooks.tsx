@@ -11,6 +11,7 @@ import type { KeyboardEvent } from "react";
 import { Background, Handle, MarkerType, Position, ReactFlow, ReactFlowProvider, useReactFlow } from "@xyflow/react";
 import type { Edge, Node, NodeProps } from "@xyflow/react";
 import { ApiError, api } from "./api";
+import { CodePane } from "./CodePane";
 import type { HookDef, HookFlows, HookTrial, Json, Problem } from "./api";
 import { useCan, needs } from "./auth";
 import { ListBox } from "./ListBox";
@@ -253,38 +254,6 @@ function Chain(props: Parameters<typeof ChainInner>[0]) {
 // ---------------------------------------------------------------------------------------------
 // One hook: its fields, its script, a trial
 
-function ScriptPane(props: { text: string; onChange: (text: string) => void; problems: Problem[]; readOnly: boolean }) {
-  const gutter = useRef<HTMLPreElement>(null);
-  const lines = props.text.split("\n").length;
-  const marked = new Map<number, string>();
-  // A parser that stopped at the end may place its error one line past the text.
-  for (const p of props.problems) if (p.line) marked.set(Math.min(p.line, lines), p.message);
-  return (
-    <div className="yaml-pane script-pane">
-      <pre className="gutter" ref={gutter} aria-hidden="true">
-        {Array.from({ length: lines }, (_, i) => (
-          <span key={i} className={marked.has(i + 1) ? "gl bad" : "gl"} title={marked.get(i + 1)} data-line={i + 1}>
-            {i + 1}
-            {"\n"}
-          </span>
-        ))}
-      </pre>
-      <textarea
-        aria-label="Script"
-        name="script"
-        spellCheck={false}
-        wrap="off"
-        value={props.text}
-        readOnly={props.readOnly}
-        onChange={(e) => props.onChange(e.target.value)}
-        onScroll={(e) => {
-          if (gutter.current) gutter.current.scrollTop = e.currentTarget.scrollTop;
-        }}
-      />
-    </div>
-  );
-}
-
 function sampleFor(hook: HookDef): string {
   if (hook.method === "tools/list") return "{}";
   const tool = hook.tool && !/[*?]/.test(hook.tool) ? hook.tool : "TOOL";
@@ -453,7 +422,15 @@ function HookPanel(props: {
           ) : (
             <div className="field">
               <span className="field-name">script</span>
-              <ScriptPane text={hook.script ?? ""} onChange={(script) => set({ script })} problems={scriptProblems} readOnly={readOnly} />
+              <CodePane
+                label="Script"
+                name="script"
+                className="yaml-pane script-pane"
+                text={hook.script ?? ""}
+                onChange={(script) => set({ script })}
+                problems={scriptProblems}
+                readOnly={readOnly}
+              />
             </div>
           )}
         </fieldset>

@@ -1,0 +1,3 @@
+import{d as e,p as t,t as n}from"./jsx-runtime-Cp9ptq21.js";var r=t(e(),1),i=n();function a(e){let t=(0,r.useRef)(null),n=e.text.split(`
+`).length,a=new Map;for(let t of e.problems)t.line&&a.set(Math.min(t.line,n),t.message);return(0,i.jsxs)(`div`,{className:e.className??`yaml-pane`,children:[(0,i.jsx)(`pre`,{className:`gutter`,ref:t,"aria-hidden":`true`,children:Array.from({length:n},(e,t)=>(0,i.jsxs)(`span`,{className:a.has(t+1)?`gl bad`:`gl`,title:a.get(t+1),"data-line":t+1,children:[t+1,`
+`]},t))}),(0,i.jsx)(`textarea`,{"aria-label":e.label,name:e.name,spellCheck:!1,wrap:`off`,value:e.text,readOnly:e.readOnly,onChange:t=>e.onChange(t.target.value),onScroll:e=>{t.current&&(t.current.scrollTop=e.currentTarget.scrollTop)}})]})}export{a as t};
