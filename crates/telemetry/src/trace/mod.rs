@@ -15,7 +15,6 @@ mod ids;
 mod sampler;
 mod span;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
@@ -38,14 +37,10 @@ pub struct Pipeline {
 }
 
 static PIPELINE: OnceLock<Pipeline> = OnceLock::new();
-static ARGUMENTS: AtomicBool = AtomicBool::new(false);
 
 /// Starts recording spans into `pipeline`. A second call is ignored (the first stays).
 pub fn install(pipeline: Pipeline) {
-    let arguments = pipeline.record_arguments;
-    if PIPELINE.set(pipeline).is_ok() {
-        ARGUMENTS.store(arguments, Ordering::Relaxed);
-    }
+    let _ = PIPELINE.set(pipeline);
 }
 
 #[inline]
@@ -61,7 +56,7 @@ pub fn on() -> bool {
 
 /// Whether tool arguments may go into span attributes (`telemetry.traces.recordArguments`).
 pub fn record_arguments() -> bool {
-    ARGUMENTS.load(Ordering::Relaxed)
+    pipeline().is_some_and(|p| p.record_arguments)
 }
 
 /// Longest argument text put in an attribute.

@@ -18,7 +18,7 @@ use std::time::SystemTime;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TraceFlags, TraceId};
 use opentelemetry::{KeyValue, Value};
 
-use super::{Parent, ids, pipeline};
+use super::{Parent, Pipeline, ids, pipeline};
 
 /// Receives each sampled span as it ends, on the thread that ends it.
 pub trait Sink: Send + Sync {
@@ -146,10 +146,19 @@ impl Span {
         kind: SpanKind,
         attributes: Vec<KeyValue>,
     ) -> Span {
-        if pipeline().is_none() {
+        let Some(pipeline) = pipeline() else {
             return Span::none();
-        }
-        with_current(|parent| begin(parent.map(|p| &p.ids), false, name, kind, attributes))
+        };
+        with_current(|parent| {
+            begin(
+                pipeline,
+                parent.map(|p| &p.ids),
+                false,
+                name,
+                kind,
+                attributes,
+            )
+        })
     }
 
     /// Starts a span named `name`, a child of `parent` (a caller's span, or none: a root).
@@ -159,11 +168,11 @@ impl Span {
         kind: SpanKind,
         attributes: Vec<KeyValue>,
     ) -> Span {
-        if pipeline().is_none() {
+        let Some(pipeline) = pipeline() else {
             return Span::none();
-        }
+        };
         let remote = parent.0.as_ref();
-        begin(remote, remote.is_some(), name, kind, attributes)
+        begin(pipeline, remote, remote.is_some(), name, kind, attributes)
     }
 
     pub fn is_none(&self) -> bool {
@@ -216,15 +225,13 @@ impl Span {
 }
 
 fn begin(
+    pipeline: &Pipeline,
     parent: Option<&Ids>,
     parent_is_remote: bool,
     name: impl Into<Cow<'static, str>>,
     kind: SpanKind,
     attributes: Vec<KeyValue>,
 ) -> Span {
-    let Some(pipeline) = pipeline() else {
-        return Span::none();
-    };
     let trace_id = parent.map_or_else(ids::trace_id, |p| p.trace_id);
     let sampled = pipeline
         .sampler
