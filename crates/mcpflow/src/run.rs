@@ -92,24 +92,19 @@ pub async fn run(args: RunArgs) -> ExitCode {
 /// calls the run abandoned sent first, see `UpstreamPool::shutdown`), and the run's record in
 /// the store.
 ///
-/// The engine records a run of a tool that cannot wait on a task of its own, after the run
-/// returns (`Durability::save_plain`), and offers no way to await it; a process that exits at
-/// once would drop the task and the record with it. So wait, boundedly, until the store has it.
+/// The engine records a run of a tool that cannot wait in the background, after the run
+/// returns (`Durability::save_plain`); a process that exits at once would drop the record with
+/// it. So wait, boundedly, until it is written (`Durability::settle_records`).
 pub async fn settle(engine: &Engine, store: Option<Arc<dyn Store>>, run: &Run) {
     engine.pool().shutdown().await;
     let Some(store) = store else { return };
-    if run.waiting().is_none() {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while store.get_run(&run.id).await.is_err() {
-            if tokio::time::Instant::now() >= deadline {
-                eprintln!(
-                    "mcpflow: warning: run {} was not recorded in the store within 10 s",
-                    run.id
-                );
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+    if let Some(durability) = engine.durability()
+        && !durability.settle_records(Duration::from_secs(10)).await
+    {
+        eprintln!(
+            "mcpflow: warning: run {} was not recorded in the store within 10 s",
+            run.id
+        );
     }
     store.close().await;
 }
