@@ -11,8 +11,68 @@
 #   bench/loop.sh                    # N_BIG=100000
 #   N_BIG=20000 RUNS=3 bench/loop.sh
 #   SKIP_BUILD=1 bench/loop.sh
+#
+# `bench/loop.sh per-node` measures the engine's own cost per node instead, in the terms that
+# repeat on a shared machine: instructions (perf stat, user space) and CPU time (task-clock) of
+# `mcpflow run` at each n of NS, minus the same at n = N_SMALL (process start, config load),
+# divided by the difference in nodes. Wall-clock nodes/s are printed beside them.
+#   bench/loop.sh per-node                                  # NS="1000 100000 1000000"
+#   MCPFLOW=/path/to/another/mcpflow SKIP_BUILD=1 bench/loop.sh per-node   # an older binary
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
+
+if [[ "${1:-}" == per-node ]]; then
+    N_SMALL=${N_SMALL:-10}
+    NS=${NS:-1000 100000 1000000}
+    RUNS=${RUNS:-3}
+    CFG=bench/configs/loop_big.yaml
+    need jq "to read JSON"
+    need perf "to count instructions (perf stat -e instructions:u)"
+    [[ -n "${MCPFLOW:-}" ]] || { build_release; MCPFLOW=$REL/mcpflow; }
+    # One run of `mcpflow run` at n: "wall_s cpu_s max_rss_kb instructions".
+    measure() {
+        local n=$1 out t0 wall cpu
+        out=$(mktemp)
+        t0=$EPOCHREALTIME
+        /usr/bin/time -f '%M' -o "$out.time" \
+            perf stat -x, -e instructions:u,task-clock -o "$out.perf" -- \
+            "$MCPFLOW" run "$CFG" sum_to_n --args "{\"n\": $n}" >"$out"
+        wall=$(since "$t0")
+        [[ $(jq -c .sum "$out") == $((n * (n + 1) / 2)) ]] || { echo "bench: n=$n gave $(cat "$out")" >&2; exit 1; }
+        # task-clock: the process's CPU time (user + sys), in ms, to the microsecond.
+        cpu=$(awk -F, '/task-clock/ { printf "%.6f", $1 / 1000 }' "$out.perf")
+        echo "$wall $cpu $(cat "$out.time") $(awk -F, '/instructions/ { print $1 }' "$out.perf")"
+        rm -f "$out" "$out.time" "$out.perf"
+    }
+    # Medians of RUNS runs at n: "wall_s cpu_s max_rss_kb instructions".
+    medians() {
+        local n=$1 i lines=()
+        for ((i = 0; i < RUNS; i++)); do lines+=("$(measure "$n")"); done
+        printf '%s\n' "${lines[@]}" | sed "s/^/# n=$n: /" >&2
+        local col cols=()
+        for col in 1 2 3 4; do
+            cols+=("$(median $(printf '%s\n' "${lines[@]}" | awk -v c=$col '{ print $c }'))")
+        done
+        echo "${cols[*]}"
+    }
+    read -r w0 c0 _ i0 <<<"$(medians "$N_SMALL")"
+    machine_line
+    echo "# $MCPFLOW; medians of $RUNS runs; per node = (X(n) - X($N_SMALL)) / (nodes(n) - nodes($N_SMALL)), nodes = 2n+3"
+    {
+        printf 'n\tnodes\twall s\tnodes/s (wall)\tCPU s\tCPU µs/node\tnodes/s per core\tinstructions/node\tmax RSS MB\n'
+        printf '%s\t%s\t%s\t%.0f\t%s\t-\t-\t-\t-\n' "$N_SMALL" $((2 * N_SMALL + 3)) "$w0" \
+            "$(awk -v a=$((2 * N_SMALL + 3)) -v b="$w0" 'BEGIN { print a / b }')" "$c0"
+        for n in $NS; do
+            read -r w c rss ins <<<"$(medians "$n")"
+            awk -v n="$n" -v w="$w" -v c="$c" -v rss="$rss" -v ins="$ins" -v n0="$N_SMALL" -v c0="$c0" -v i0="$i0" 'BEGIN {
+                nodes = 2 * n + 3; d = nodes - (2 * n0 + 3)
+                us = (c - c0) / d * 1e6
+                printf "%d\t%d\t%s\t%.0f\t%s\t%.3f\t%.0f\t%.0f\t%.0f\n", n, nodes, w, nodes / w, c, us, (us > 0 ? 1e6 / us : 0), (ins - i0) / d, rss / 1024
+            }'
+        done
+    } | column -t -s $'\t'
+    exit 0
+fi
 
 N_BIG=${N_BIG:-100000}
 RUNS=${RUNS:-5}          # mcpflow runs per n

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpflow_expr::{Jsonata, Logic, Template};
+use mcpflow_expr::{Jsonata, Logic, Template, Value};
 use mcpflow_model::{
     CompileErrors, ExecutionLimits, ForeachNode, Node, ParallelMode, Retry, ToolDef,
 };
@@ -33,6 +33,9 @@ pub struct Graph {
 #[derive(Debug)]
 pub(crate) struct Step {
     pub id: Arc<str>,
+    /// The id as a JSON string: what a switch that routes here outputs, made once and shared
+    /// by every record of it (a loop's switch routes here once per iteration).
+    pub routed: Value,
     pub kind: StepKind,
     pub options: StepOptions,
 }
@@ -375,8 +378,10 @@ pub(crate) fn compile_step(
     if c.errors.len() > before {
         return None;
     }
+    let id: Arc<str> = id.into();
     Some(Step {
-        id: id.into(),
+        routed: Value::from_json(serde_json::Value::String(id.to_string())),
+        id,
         kind: kind?,
         options,
     })

@@ -137,10 +137,13 @@ impl History {
     pub(crate) fn append(&mut self, mut record: Record) {
         let index = self.next_index();
         record.index = index;
-        self.by_node
-            .entry(record.node_id.clone())
-            .or_default()
-            .push(index);
+        // A node seen before (every node of a loop after its first round) needs no key.
+        match self.by_node.get_mut(&*record.node_id) {
+            Some(runs) => runs.push(index),
+            None => {
+                self.by_node.insert(record.node_id.clone(), vec![index]);
+            }
+        }
         self.records.push(record);
     }
 

@@ -376,7 +376,9 @@ impl<'a> Executor<'a> {
             loop {
                 let step = &self.graph.nodes[at];
                 let id = &*step.id;
-                self.check_limits(id)?;
+                // The clock read for the time limit is also the node's start, unless a debug
+                // pause comes between them.
+                let mut start = self.check_limits(id)?;
                 let index = frame.len();
                 // Debug control reaches every line: the main flow, branches and items.
                 match shared.control.should_pause(id, || self.scope(frame)) {
@@ -405,6 +407,7 @@ impl<'a> Executor<'a> {
                             .await
                             .map_err(|_| self.stop_error(id))?;
                         self.emit(|| Event::Resumed);
+                        start = shared.started.elapsed();
                     }
                     Ok(None) => {}
                 }
@@ -413,7 +416,6 @@ impl<'a> Executor<'a> {
                     node_id: step.id.clone(),
                     node_type: step.kind.type_name(),
                 });
-                let start = shared.started.elapsed();
                 let node_span = crate::spans::node(step, frame.parent.as_ref());
                 let (outcome, attempts) =
                     node_span.around(self.attempts(frame, at, &mut args)).await;
@@ -508,7 +510,8 @@ impl<'a> Executor<'a> {
         Ok(done.next)
     }
 
-    fn check_limits(&self, id: &str) -> Result<(), RunError> {
+    /// Checks the limits before a node starts; returns the time since the run started.
+    fn check_limits(&self, id: &str) -> Result<Duration, RunError> {
         let graph = self.graph;
         let shared = self.shared;
         let ran = shared.executed.load(Ordering::Relaxed);
@@ -540,7 +543,7 @@ impl<'a> Executor<'a> {
             return Err(self.tool_timeout(id));
         }
         shared.executed.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(elapsed)
     }
 
     fn tool_timeout(&self, id: &str) -> RunError {

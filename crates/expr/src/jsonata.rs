@@ -10,9 +10,11 @@ use crate::history::{self, NoHistory};
 use crate::input::Input;
 use crate::{Context, ExprError, HistoryView, Value, memory};
 
+mod direct;
 mod plan;
 mod range;
 
+use direct::Direct;
 use plan::{Hoisted, Plan, Rewritten};
 
 /// Evaluation limits.
@@ -147,6 +149,9 @@ struct Inner {
     /// What the engine evaluates for it: the same with its ranges guarded.
     engine: Rewritten,
     plan: Plan,
+    /// Walked directly over the context and history when it is in the subset that
+    /// [`Direct`] takes (and jlens-core's otherwise).
+    direct: Option<Direct>,
     /// Whether it names `$caller`: only then is the caller bound (a copy per evaluation).
     reads_caller: bool,
 }
@@ -155,6 +160,11 @@ impl Jsonata {
     pub fn compile(src: &str) -> Result<Self, ExprError> {
         let expr = Expression::compile(src)?;
         let plan = Plan::new(&expr);
+        let direct = match plan {
+            // A plain path has its own lookup.
+            Plan::Path(_) => None,
+            Plan::Engine | Plan::Hoisted { .. } => Direct::new(&expr),
+        };
         let reads_caller = plan::names_variable(&expr, CALLER);
         let engine = Rewritten::guarded(&expr);
         Ok(Jsonata {
@@ -162,6 +172,7 @@ impl Jsonata {
                 expr,
                 engine,
                 plan,
+                direct,
                 reads_caller,
             }),
         })
@@ -213,6 +224,11 @@ impl Jsonata {
             history, limits, ..
         } = reads;
         let caller = reads.caller.filter(|_| self.inner.reads_caller);
+        if let Some(direct) = &self.inner.direct
+            && let Some(done) = direct.evaluate(input, history, limits)
+        {
+            return Ok(done);
+        }
         match &self.inner.plan {
             Plan::Path(steps) => {
                 if let Some(found) = plan::lookup(input, steps) {

@@ -2,8 +2,7 @@
 //! node, else the default. Its output is the id of the node it chose, which is how a resumed
 //! run knows where a switch went.
 
-use mcpflow_expr::{ExprError, Logic, Scope, Value, truthy};
-use serde_json::Value as Json;
+use mcpflow_expr::{ExprError, Logic, Scope, truthy};
 
 use crate::error::RunError;
 use crate::frame::Frame;
@@ -28,8 +27,9 @@ impl Executor<'_> {
             )
             .await
             .map_err(|e| RunError::expression(id, e))?;
-        let routed = Json::String(self.graph.nodes[to].id.to_string());
-        Ok(Done::plain(Some(Value::from_json(routed)), Some(to)))
+        // The target's id, made when the graph was compiled: no allocation per switch.
+        let routed = self.graph.nodes[to].routed.clone();
+        Ok(Done::plain(Some(routed), Some(to)))
     }
 }
 
