@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use mcpflow_expr::{Context, HistoryView, Value};
+use mcpflow_expr::{Context, HistoryView, NodeIds, Value};
 
 use crate::history::{History, Parent, Record};
 
@@ -25,7 +25,7 @@ struct Base<'p> {
     view: &'p (dyn HistoryView + Sync),
     len: usize,
     /// For each node the branch has run: the base's executions of it, then the branch's own.
-    executions: HashMap<Arc<str>, Vec<usize>>,
+    executions: HashMap<Arc<str>, Vec<usize>, NodeIds>,
 }
 
 impl Frame<'static> {
@@ -51,7 +51,7 @@ impl<'p> Frame<'p> {
             base: Some(Base {
                 view: self,
                 len,
-                executions: HashMap::new(),
+                executions: HashMap::default(),
             }),
         }
     }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcpflow_expr::{Context, HistoryView, Value};
+use mcpflow_expr::{Context, HistoryView, NodeIds, Value};
 use serde::Serialize;
 
 /// One executed node.
@@ -65,7 +65,7 @@ pub struct Parent {
 #[derive(Debug, Clone, Default)]
 pub struct History {
     records: Vec<Record>,
-    by_node: HashMap<Arc<str>, Vec<usize>>,
+    by_node: HashMap<Arc<str>, Vec<usize>, NodeIds>,
     /// Wall-clock time of the run's start, to turn monotonic offsets into timestamps.
     epoch_ms: f64,
     /// Records before this one live elsewhere: in a branch, the parent's history at fork time.
@@ -81,7 +81,7 @@ impl History {
             .unwrap_or(0.0);
         History {
             records: Vec::new(),
-            by_node: HashMap::new(),
+            by_node: HashMap::default(),
             epoch_ms,
             offset: 0,
         }
@@ -91,7 +91,7 @@ impl History {
     pub(crate) fn continuing(&self, offset: usize) -> History {
         History {
             records: Vec::new(),
-            by_node: HashMap::new(),
+            by_node: HashMap::default(),
             epoch_ms: self.epoch_ms,
             offset,
         }

@@ -191,7 +191,7 @@ pub(crate) fn bind(bindings: Bindings) -> Bindings {
 #[derive(Clone, Debug, Default)]
 pub struct MemoryHistory {
     outputs: Vec<Option<Value>>,
-    by_node: std::collections::HashMap<String, Vec<usize>>,
+    by_node: std::collections::HashMap<String, Vec<usize>, crate::NodeIds>,
 }
 
 impl MemoryHistory {

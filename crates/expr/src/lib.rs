@@ -47,6 +47,7 @@
 
 mod error;
 mod history;
+mod ids;
 mod input;
 mod jsonata;
 mod logic;
@@ -56,6 +57,7 @@ mod value;
 
 pub use error::ExprError;
 pub use history::{HistoryView, MemoryHistory, NoHistory};
+pub use ids::{NodeIdHasher, NodeIds};
 pub use jsonata::{CALLER, Jsonata, Limits, Scope};
 pub use logic::{Logic, js_truthy, logic_truthy, truthy};
 pub use memory::{MEMORY_CODE, Metered, memory_bound_active};

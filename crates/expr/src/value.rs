@@ -5,6 +5,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::Value as Json;
 
+use crate::NodeIds;
+
 /// A JSON value as the engine keeps it: converted once (when a node produces it), shared by the
 /// history and the context, cloned for the price of a reference count.
 ///
@@ -67,7 +69,7 @@ impl<'de> serde::Deserialize<'de> for Value {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Context {
     /// Least recently executed first: iteration reverses it.
-    entries: IndexMap<String, Value>,
+    entries: IndexMap<String, Value, NodeIds>,
 }
 
 impl Context {
