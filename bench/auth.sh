@@ -7,7 +7,7 @@
 #
 #   bench/auth.sh                     # 5 s per run
 #   SECONDS_PER_RUN=10 bench/auth.sh
-#   SKIP_BUILD=1 bench/auth.sh        # reuse the release binaries in $CARGO_TARGET_DIR/release
+#   SKIP_BUILD=1 bench/auth.sh        # reuse the bench binaries in $CARGO_TARGET_DIR/profiling
 #   INSTRUCTIONS=1 SKIP_BUILD=1 bench/auth.sh   # also callgrind's Ir per call of each mode
 #                                               # (bench/instructions.sh: repeatable under load)
 #

@@ -4,8 +4,13 @@
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO_ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target}
-REL="$CARGO_TARGET_DIR/release"
-# The graph configs name `mcpflow-fixture` bare: the release build must come first on PATH.
+# The scripts measure the `profiling` build (Cargo.toml): release's optimisation with line
+# tables and symbols, which callgrind and perf need (the `release` a user installs is stripped).
+# BENCH_PROFILE=release measures the installed build instead (instruction totals are the same;
+# callgrind then names no functions).
+BENCH_PROFILE=${BENCH_PROFILE:-profiling}
+REL="$CARGO_TARGET_DIR/$BENCH_PROFILE"
+# The graph configs name `mcpflow-fixture` bare: the bench build must come first on PATH.
 export PATH="$REL:$PATH"
 # mcpGraph's server command, without the `-g CONFIG` part.
 MCPGRAPH=${MCPGRAPH:-npx -y mcpgraph@0.1.23}
@@ -16,8 +21,8 @@ need() {
 
 build_release() {
     if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-        echo "# cargo build --release -p mcpflow -p mcpflow-fixture -p mcpflow-bench" >&2
-        cargo build --release -p mcpflow -p mcpflow-fixture -p mcpflow-bench >&2
+        echo "# cargo build --profile $BENCH_PROFILE -p mcpflow -p mcpflow-fixture -p mcpflow-bench" >&2
+        cargo build --profile "$BENCH_PROFILE" -p mcpflow -p mcpflow-fixture -p mcpflow-bench >&2
     fi
     for bin in mcpflow mcpflow-fixture mcpflow-bench; do
         [[ -x "$REL/$bin" ]] || { echo "bench: $REL/$bin is missing" >&2; exit 1; }

@@ -19,8 +19,8 @@ need python3 "the driver, bench/context.py"
 need npx "the upstreams come from npm"
 if [[ -z ${MCPFLOW:-} ]]; then
     if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-        echo "# cargo build --release -p mcpflow" >&2
-        cargo build --release -p mcpflow >&2
+        echo "# cargo build --profile $BENCH_PROFILE -p mcpflow" >&2
+        cargo build --profile "$BENCH_PROFILE" -p mcpflow >&2
     fi
     MCPFLOW=$REL/mcpflow
 fi

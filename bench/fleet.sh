@@ -6,7 +6,7 @@
 # PostgreSQL transactions committed per call (pg_stat_database, the whole database: keep other
 # work off it while measuring).
 #
-#   bench/fleet.sh                          # release build, 1 and 3 replicas, 16 clients, 5 s
+#   bench/fleet.sh                          # profiling (release) build, 1 and 3 replicas, 16 clients, 5 s
 #   REPLICAS="1 2 3" CLIENTS=1,16,64 SECONDS_PER_RUN=10 SKIP_BUILD=1 bench/fleet.sh
 #   PROFILE=debug SKIP_BUILD=1 bench/fleet.sh   # the debug build (only ratios mean anything)
 #

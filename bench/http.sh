@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Throughput and latency of a trivial graph tool (bench/configs/http.yaml: entry → transform →
 # exit) over Streamable HTTP, at 1, 16 and 256 concurrent clients, in both spec eras; then the
-# server's memory per idle session. One `mcpflow serve --http` (release build), one load
+# server's memory per idle session. One `mcpflow serve --http` (profiling build), one load
 # generator (mcpflow-bench http, single-threaded) on the same machine. Each line also gives the
 # CPU time per call of the server and of the load generator, and the run-queue wait: where the
 # 2 cores went, which varies less between runs than calls/s does.
 #
 #   bench/http.sh                     # 5 s per run
 #   SECONDS_PER_RUN=10 bench/http.sh
-#   SKIP_BUILD=1 bench/http.sh        # reuse the release binaries in $CARGO_TARGET_DIR/release
+#   SKIP_BUILD=1 bench/http.sh        # reuse the bench binaries in $CARGO_TARGET_DIR/profiling
 #
 # A measurement, not a test: it checks only that every call answers a result.
 set -euo pipefail

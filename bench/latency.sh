@@ -10,7 +10,7 @@
 #
 #   bench/latency.sh                 # 5000 warm-up + 5000 measured calls each
 #   CALLS=1000 bench/latency.sh      # quicker
-#   SKIP_BUILD=1 bench/latency.sh    # reuse the release binaries in $CARGO_TARGET_DIR/release
+#   SKIP_BUILD=1 bench/latency.sh    # reuse the bench binaries in $CARGO_TARGET_DIR/profiling
 #
 # A measurement, not a test: it asserts only that each server answers what the graph computes.
 set -euo pipefail

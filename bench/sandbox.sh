@@ -11,7 +11,7 @@ need valgrind "callgrind counts the instructions"
 need jq "to find the bench binary in cargo's messages"
 LOW=${LOW:-200}
 HIGH=${HIGH:-2200}
-bin=$(cargo build --release -p mcpflow-sandbox --bench instructions --message-format=json 2>/dev/null |
+bin=$(cargo build --profile "$BENCH_PROFILE" -p mcpflow-sandbox --bench instructions --message-format=json 2>/dev/null |
     jq -r 'select(.executable != null and .target.name == "instructions") | .executable' | tail -n 1)
 [[ -x $bin ]] || { echo "bench: the sandbox's instructions bench did not build" >&2; exit 1; }
 work=$(mktemp -d)

@@ -2,7 +2,10 @@
 //! whole life and callers talk to it through a queue; a slow call holds up only its own
 //! worker. Each worker keeps its isolate for the calls that follow as long as it stays sound
 //! (see [`Isolate::reusable`]) and otherwise prepares a fresh one after replying, so a call
-//! starts without paying for creating one.
+//! starts without paying for creating one. A worker prepares nothing before its first call: a
+//! prepared isolate holds a few hundred KB, and a server whose hooks or scripts are idle (or
+//! never run) should not hold one per worker from the start (issue #20, idle RSS); only each
+//! worker's first call pays for the preparation.
 //!
 //! Two queues: the callers who wait for an answer share the foreground workers in arrival order
 //! (an unbounded queue: each of them is a request in flight, bounded where requests are
@@ -37,6 +40,8 @@ pub(crate) struct Pool {
     queue: Sender<Job>,
     background: OnceLock<Result<SyncSender<Job>, SandboxError>>,
     dropped: AtomicU64,
+    /// Isolates prepared for calls so far, by every worker.
+    prepared: Arc<AtomicU64>,
     options: SandboxOptions,
 }
 
@@ -44,13 +49,20 @@ impl Pool {
     pub(crate) fn start(options: &SandboxOptions) -> Result<Self, SandboxError> {
         let (queue, jobs) = channel::<Job>();
         let jobs = Arc::new(Mutex::new(jobs));
+        let prepared = Arc::new(AtomicU64::new(0));
         for index in 0..options.workers {
-            spawn_worker(format!("mcpflow-sandbox-{index}"), &jobs, options)?;
+            spawn_worker(
+                format!("mcpflow-sandbox-{index}"),
+                &jobs,
+                options,
+                &prepared,
+            )?;
         }
         Ok(Self {
             queue,
             background: OnceLock::new(),
             dropped: AtomicU64::new(0),
+            prepared,
             options: options.clone(),
         })
     }
@@ -68,7 +80,12 @@ impl Pool {
             let capacity = self.options.background_queue;
             let (queue, jobs) = sync_channel::<Job>(capacity);
             let jobs = Arc::new(Mutex::new(jobs));
-            spawn_worker("mcpflow-sandbox-bg".into(), &jobs, &self.options)?;
+            spawn_worker(
+                "mcpflow-sandbox-bg".into(),
+                &jobs,
+                &self.options,
+                &self.prepared,
+            )?;
             Ok(queue)
         });
         let queue = queue.as_ref().map_err(Clone::clone)?;
@@ -90,29 +107,41 @@ impl Pool {
     pub(crate) fn background_dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+
+    pub(crate) fn isolates_prepared(&self) -> u64 {
+        self.prepared.load(Ordering::Relaxed)
+    }
 }
 
 fn spawn_worker(
     name: String,
     jobs: &Arc<Mutex<Receiver<Job>>>,
     options: &SandboxOptions,
+    prepared: &Arc<AtomicU64>,
 ) -> Result<(), SandboxError> {
     let jobs = Arc::clone(jobs);
     let options = options.clone();
+    let prepared = Arc::clone(prepared);
     std::thread::Builder::new()
         .name(name)
         .stack_size(options.thread_stack_size())
-        .spawn(move || work(&jobs, &options))
+        .spawn(move || work(&jobs, &options, &prepared))
         .map(drop)
         .map_err(|e| SandboxError::Internal(format!("starting a worker thread: {e}")))
 }
 
-fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
+fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions, prepared: &AtomicU64) {
     tracing::debug!("sandbox worker started");
+    let prepare = || {
+        prepared.fetch_add(1, Ordering::Relaxed);
+        Isolate::for_calls(options)
+    };
+    // Nothing is prepared before the first call (see the module docs).
     let mut ready: Option<Isolate> = None;
+    let mut called = false;
     loop {
-        if ready.is_none() {
-            ready = Isolate::for_calls(options)
+        if called && ready.is_none() {
+            ready = prepare()
                 .inspect_err(|e| tracing::warn!(error = %e, "cannot prepare a sandbox isolate"))
                 .ok();
         }
@@ -122,9 +151,10 @@ fn work(jobs: &Mutex<Receiver<Job>>, options: &SandboxOptions) {
             // The caller gave up while the job waited; the ready isolate stays unused.
             continue;
         }
+        called = true;
         let isolate = match ready.take() {
             Some(isolate) => Ok(isolate),
-            None => Isolate::for_calls(options),
+            None => prepare(),
         };
         let mut isolate = match isolate {
             Ok(isolate) => isolate,

@@ -56,6 +56,13 @@ impl Sandbox {
         self.shared.pool.background_dropped()
     }
 
+    /// Isolates (a QuickJS runtime and context ready for a call) prepared so far by the
+    /// workers. None before the first call: each worker prepares its first isolate on its
+    /// first call, and the next one after a call that left its isolate unfit for reuse.
+    pub fn isolates_prepared(&self) -> u64 {
+        self.shared.pool.isolates_prepared()
+    }
+
     /// Same as [`Script::compile`].
     pub fn compile(&self, name: &str, source: &str) -> Result<Script, SandboxError> {
         Script::compile(self, name, source)

@@ -705,6 +705,21 @@ async fn a_dropped_sandbox_keeps_running_scripts_that_are_still_held() {
     );
 }
 
+#[tokio::test]
+async fn workers_prepare_no_isolate_until_their_first_call() {
+    // An idle server holds no prepared QuickJS runtime (issue #20); the first call pays for it.
+    let sb = sandbox_with(|o| o.workers = 2);
+    let script = compile(&sb, "(x) => x + 1");
+    // Eager workers prepare right after they start; give them the time to show it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(sb.isolates_prepared(), 0);
+    assert_eq!(script.call(&json!(1)).await, Ok(Some(json!(2))));
+    // The worker that ran the call prepared one isolate and keeps it for the next call.
+    assert_eq!(sb.isolates_prepared(), 1);
+    assert_eq!(script.call(&json!(2)).await, Ok(Some(json!(3))));
+    assert!(sb.isolates_prepared() <= 2, "{}", sb.isolates_prepared());
+}
+
 // ---- options ----
 
 #[test]
