@@ -17,14 +17,15 @@
 //! A line that names no request (a banner or a log line printed to stdout) is logged and
 //! skipped: the answer behind it still arrives.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::ErrorKind;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage,
+    CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode, ErrorData,
+    JsonRpcMessage, JsonRpcResponse, JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::transport::Transport;
 use serde_json::Value;
@@ -43,15 +44,32 @@ const ABANDONED_KEPT: usize = 256;
 /// The ids between `send` (rmcp's requests going out) and `receive` (answers coming in).
 #[derive(Default)]
 struct Requests {
-    in_flight: HashSet<RequestId>,
+    /// Each request awaiting its answer, and whether it is a `tools/call`.
+    in_flight: HashMap<RequestId, bool>,
+    /// How many of `in_flight` are `tools/call`s.
+    tool_calls: usize,
     /// Cancelled by mcpflow, most recent last: an answer may still be on its way.
     abandoned: VecDeque<RequestId>,
 }
 
 impl Requests {
+    fn sent(&mut self, id: RequestId, tool_call: bool) {
+        if let Some(was) = self.in_flight.insert(id, tool_call) {
+            self.tool_calls -= usize::from(was);
+        }
+        self.tool_calls += usize::from(tool_call);
+    }
+
+    /// The answer to `id` came: whether it was awaited, and if so whether it is a `tools/call`.
+    fn answered(&mut self, id: &RequestId) -> Option<bool> {
+        let tool_call = self.in_flight.remove(id)?;
+        self.tool_calls -= usize::from(tool_call);
+        Some(tool_call)
+    }
+
     /// No answer to `id` is awaited any more; one may still come, and is not a wrong id.
     fn give_up(&mut self, id: &RequestId) {
-        if !self.in_flight.remove(id) {
+        if self.answered(id).is_none() {
             return;
         }
         if self.abandoned.len() == ABANDONED_KEPT {
@@ -139,12 +157,15 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
         let outcome = if text.iter().all(u8::is_ascii_whitespace) {
             None
         } else {
-            match serde_json::from_slice::<ServerJsonRpcMessage>(text) {
-                Ok(message) => self.checked(message),
-                Err(error) => {
-                    self.unreadable(text, &error);
-                    None
-                }
+            match self.tool_answer(text) {
+                Some(message) => self.checked(message),
+                None => match serde_json::from_slice::<ServerJsonRpcMessage>(text) {
+                    Ok(message) => self.checked(message),
+                    Err(error) => {
+                        self.unreadable(text, &error);
+                        None
+                    }
+                },
             }
         };
         // The buffer's capacity is kept for the next line, up to a modest size.
@@ -154,6 +175,35 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
             self.line.shrink_to(1 << 20);
         }
         outcome
+    }
+
+    /// `text` read as the answer to a `tools/call` in flight, if it is one.
+    ///
+    /// rmcp reads every answer as `ServerResult`, an untagged union that tries sixteen result
+    /// types before `CallToolResult`, each failure an allocated error: a sizeable part of a
+    /// proxied call. An answer is read as the result its request asked for; anything this
+    /// does not read (another request's answer, an error, a notification, a result that is
+    /// not `complete`, a field the envelope does not have) goes rmcp's way, as before.
+    fn tool_answer(&self, text: &[u8]) -> Option<ServerJsonRpcMessage> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct ToolAnswer {
+            jsonrpc: JsonRpcVersion2_0,
+            id: RequestId,
+            result: CallToolResult,
+        }
+        if self.requests().tool_calls == 0 {
+            return None;
+        }
+        let answer = serde_json::from_slice::<ToolAnswer>(text).ok()?;
+        if self.requests().in_flight.get(&answer.id) != Some(&true) {
+            return None;
+        }
+        Some(JsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: answer.jsonrpc,
+            id: answer.id,
+            result: ServerResult::CallToolResult(answer.result),
+        }))
     }
 
     /// An answer under an id mcpflow did not send, or an error naming none, fails every
@@ -174,7 +224,7 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
             return None;
         };
         let mut requests = self.requests();
-        if requests.in_flight.remove(id) || requests.abandoned.contains(id) {
+        if requests.answered(id).is_some() || requests.abandoned.contains(id) {
             return Some(message);
         }
         drop(requests);
@@ -204,7 +254,7 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
             "its answer is not valid JSON-RPC ({error}); it began: {}",
             shown(text)
         );
-        let awaited = id.filter(|id| self.requests().in_flight.contains(id));
+        let awaited = id.filter(|id| self.requests().in_flight.contains_key(id));
         match awaited {
             Some(id) => self.fail(id, &reason),
             None => {
@@ -226,7 +276,7 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
             let requests = self.requests();
             id.as_ref().map_or((false, false), |id| {
                 (
-                    requests.in_flight.contains(id),
+                    requests.in_flight.contains_key(id),
                     requests.abandoned.contains(id),
                 )
             })
@@ -249,7 +299,7 @@ impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> Lines<
     fn fail_all(&mut self, reason: &str) {
         let ids: Vec<RequestId> = {
             let mut requests = self.requests();
-            let ids: Vec<RequestId> = requests.in_flight.iter().cloned().collect();
+            let ids: Vec<RequestId> = requests.in_flight.keys().cloned().collect();
             ids.iter().for_each(|id| requests.give_up(id));
             ids
         };
@@ -274,7 +324,8 @@ where
             let mut requests = self.requests();
             match &item {
                 JsonRpcMessage::Request(request) => {
-                    requests.in_flight.insert(request.id.clone());
+                    let tool_call = matches!(request.request, ClientRequest::CallToolRequest(_));
+                    requests.sent(request.id.clone(), tool_call);
                 }
                 JsonRpcMessage::Notification(notification) => {
                     if let ClientNotification::CancelledNotification(cancelled) =
@@ -407,6 +458,63 @@ mod tests {
         );
         assert_eq!(id_in(b"this line is not JSON-RPC"), None);
         assert_eq!(id_in(br#"{"id":"#), None);
+    }
+
+    fn lines() -> Lines<tokio::io::Empty, tokio::io::Sink> {
+        Lines::new("fx".into(), tokio::io::empty(), tokio::io::sink(), 1 << 20)
+    }
+
+    #[test]
+    fn a_tool_calls_answer_reads_as_rmcp_reads_it() {
+        let mut lines = lines();
+        lines.requests().sent(RequestId::Number(7), true);
+        for answer in [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"structuredContent":null,"isError":true,"_meta":{"k":1}}}"#,
+            r#"{"id":7,"result":{"structuredContent":{"a":[1,2]},"resultType":"complete"},"jsonrpc":"2.0"}"#,
+        ] {
+            let fast = lines.tool_answer(answer.as_bytes());
+            let rmcp = serde_json::from_slice::<ServerJsonRpcMessage>(answer.as_bytes()).ok();
+            assert!(fast.is_some(), "{answer}");
+            assert_eq!(
+                serde_json::to_value(&fast).ok(),
+                serde_json::to_value(&rmcp).ok(),
+                "{answer}"
+            );
+            assert!(matches!(
+                fast,
+                Some(JsonRpcMessage::Response(JsonRpcResponse {
+                    result: ServerResult::CallToolResult(_),
+                    ..
+                }))
+            ));
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_complete_tool_answer_goes_rmcps_way() {
+        let mut lines = lines();
+        lines.requests().sent(RequestId::Number(7), true);
+        lines.requests().sent(RequestId::Number(8), false);
+        for answer in [
+            // Another request's answer, though it looks like a tool's.
+            r#"{"jsonrpc":"2.0","id":8,"result":{"content":[]}}"#,
+            // Not `complete`: another result type of the union.
+            r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+            // An error, a notification, a stray field beside the result.
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"error":{"code":1,"message":"x"}}"#,
+            // A wrong version.
+            r#"{"jsonrpc":"1.0","id":7,"result":{"content":[]}}"#,
+        ] {
+            assert!(lines.tool_answer(answer.as_bytes()).is_none(), "{answer}");
+        }
+        // Once answered, a repeat of the same answer is not a tool call's any more.
+        assert_eq!(lines.requests().answered(&RequestId::Number(7)), Some(true));
+        assert_eq!(lines.requests().tool_calls, 0);
+        let late = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        assert!(lines.tool_answer(late.as_bytes()).is_none());
     }
 
     #[test]
