@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn a_tool_calls_answer_reads_as_rmcp_reads_it() {
-        let mut lines = lines();
+        let lines = lines();
         lines.requests().sent(RequestId::Number(7), true);
         for answer in [
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
@@ -493,7 +493,7 @@ mod tests {
 
     #[test]
     fn what_is_not_a_complete_tool_answer_goes_rmcps_way() {
-        let mut lines = lines();
+        let lines = lines();
         lines.requests().sent(RequestId::Number(7), true);
         lines.requests().sent(RequestId::Number(8), false);
         for answer in [
