@@ -57,7 +57,7 @@ mod value;
 
 pub use error::ExprError;
 pub use history::{HistoryView, MemoryHistory, NoHistory};
-pub use ids::{NodeIdHasher, NodeIds};
+pub use ids::NodeIds;
 pub use jsonata::{CALLER, Jsonata, Limits, Scope};
 pub use logic::{Logic, js_truthy, logic_truthy, truthy};
 pub use memory::{MEMORY_CODE, Metered, memory_bound_active};
