@@ -51,6 +51,7 @@ mod ids;
 mod input;
 mod jsonata;
 mod logic;
+mod member;
 mod memory;
 mod template;
 mod value;

@@ -24,6 +24,7 @@ use serde_json::{Map, Value as Json};
 use super::plan::as_jsonata;
 use crate::history::SIGNATURES;
 use crate::input::Input;
+use crate::member::member;
 use crate::{HistoryView, Limits, memory};
 
 /// An expression in the subset, ready to walk.
@@ -595,7 +596,7 @@ fn fields_of<'a>(mut value: V<'a>, fields: &[String]) -> Result<V<'a>, GiveUp> {
 
 fn field<'a>(value: V<'a>, name: &str) -> Result<V<'a>, GiveUp> {
     Ok(match value {
-        V::Ref(Json::Object(fields)) => fields.get(name).map_or(V::Undefined, V::Ref),
+        V::Ref(Json::Object(fields)) => member(fields, name).map_or(V::Undefined, V::Ref),
         V::Ref(Json::Array(_)) | V::Object(_) => return Err(GiveUp),
         // A field of a scalar, or of nothing, is undefined.
         _ => V::Undefined,

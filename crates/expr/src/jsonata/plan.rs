@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 use crate::ExprError;
 use crate::history::SIGNATURES;
 use crate::input::Input;
+use crate::member::member;
 
 #[derive(Debug)]
 pub(super) enum Plan {
@@ -167,7 +168,7 @@ pub(super) fn lookup<'a>(input: Input<'a>, steps: &[String]) -> Option<Option<&'
     };
     for step in rest {
         cur = match cur {
-            Json::Object(fields) => match fields.get(step) {
+            Json::Object(fields) => match member(fields, step) {
                 Some(v) => v,
                 None => return Some(None),
             },

@@ -30,6 +30,7 @@ use serde_json::Value as Json;
 pub use js::{js_truthy, logic_truthy};
 
 use crate::jsonata::Reads;
+use crate::member::member;
 use crate::{Context, ExprError, Jsonata, Limits, Scope};
 use ops::Op;
 
@@ -242,7 +243,7 @@ impl<'a> Data<'a> {
 
 fn step<'j>(v: &'j Json, key: &str) -> Option<&'j Json> {
     match v {
-        Json::Object(map) => map.get(key),
+        Json::Object(map) => member(map, key),
         Json::Array(items) => {
             // A JavaScript array index is a canonical decimal ("01" is not one).
             if key.len() > 1 && key.starts_with('0') {
