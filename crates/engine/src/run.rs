@@ -576,9 +576,12 @@ impl<'a> Executor<'a> {
         loop {
             attempt += 1;
             let mut input = None;
-            let result = self
-                .bounded(step, self.once(frame, at, args, &mut input))
-                .await;
+            let result = {
+                // Lent pinned: passed by value, `bounded` kept the attempt's future twice (the
+                // argument and the awaited copy), bytes copied for every node.
+                let once = std::pin::pin!(self.once(frame, at, args, &mut input));
+                self.bounded(step, once).await
+            };
             match result {
                 Ok(Attempt::Done(mut done)) => {
                     // What an mcp or call node sent belongs in its record when it succeeds
