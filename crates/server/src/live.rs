@@ -250,7 +250,11 @@ impl ServerHandler for LiveServer {
             let hidden = !crate::caller::sees(principal.as_ref(), &request.name, builtin);
             crate::audit::Call::start(audit, &mut context, principal, &request.name, hidden)
         });
-        let answer = Observation::around(observed, server.call_tool(request, context), kind).await;
+        // Pinned here and lent: passed by value, the call's future was kept twice in
+        // `around`'s (the argument and the awaited copy), and every request's handler future,
+        // sized by its largest method, is copied whole when rmcp spawns it.
+        let call = std::pin::pin!(server.call_tool(request, context));
+        let answer = Observation::around(observed, call, kind).await;
         if let Some(call) = audited {
             call.end(&answer);
         }
@@ -403,11 +407,16 @@ impl ServerHandler for LiveServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let current = self.current();
-        tokio::select! {
-            result = current.gateway().listen(&context) => result,
-            () = self.follow_replacements(&context) => Ok(()),
-        }
+        // Boxed: a subscription is rare and long-lived; inline, its state would size every
+        // request's handler future (the largest method's), which rmcp copies when it spawns it.
+        Box::pin(async move {
+            let current = self.current();
+            tokio::select! {
+                result = current.gateway().listen(&context) => result,
+                () = self.follow_replacements(&context) => Ok(()),
+            }
+        })
+        .await
     }
 }
 
