@@ -119,15 +119,24 @@ where
 }
 
 /// stdin and stdout as async pipes, when both are pipes.
+///
+/// Both are checked before either is converted: converting one makes its open file
+/// description non-blocking (shared with the process's own fd), and the blocking fallback
+/// then fails its first read with `EAGAIN` (stdin a pipe, stdout a file or a terminal).
 fn stdio_pipes() -> Option<(
     tokio::net::unix::pipe::Receiver,
     tokio::net::unix::pipe::Sender,
 )> {
     use std::os::fd::AsFd;
-    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
-    let rx = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(stdin)).ok()?;
-    let tx = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(stdout)).ok()?;
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+    let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let is_pipe = |f: &std::fs::File| f.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    if !is_pipe(&stdin) || !is_pipe(&stdout) {
+        return None;
+    }
+    let rx = tokio::net::unix::pipe::Receiver::from_file(stdin).ok()?;
+    let tx = tokio::net::unix::pipe::Sender::from_file(stdout).ok()?;
     Some((rx, tx))
 }
 
