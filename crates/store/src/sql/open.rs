@@ -98,7 +98,7 @@ pub(crate) async fn open_sql(url: &str) -> Result<SqlStore, StoreError> {
         }
     };
     store.migrate().await?;
-    tracing::debug!(url = %store.url, "store opened");
+    tracing::debug!(url = %store.db.url, "store opened");
     Ok(store)
 }
 
@@ -132,12 +132,7 @@ async fn connect(target: Target) -> Result<SqlStore, StoreError> {
         .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
     let channel = (target.backend == Backend::Postgres)
         .then(|| fleet::Channel::new(target.connect_url.clone(), target.schema.as_deref()));
-    Ok(SqlStore {
-        pool,
-        backend: target.backend,
-        url: redacted,
-        channel,
-    })
+    Ok(SqlStore::new(pool, target.backend, redacted, channel))
 }
 
 fn pool_options(target: &Target) -> AnyPoolOptions {
@@ -269,7 +264,7 @@ async fn prepare(conn: &mut sqlx::AnyConnection, target: &Target) -> Result<(), 
 
 impl SqlStore {
     async fn migrate(&self) -> Result<(), StoreError> {
-        let set = match self.backend {
+        let set = match self.db.backend {
             Backend::Sqlite => SQLITE_MIGRATIONS,
             Backend::Postgres => POSTGRES_MIGRATIONS,
         };
@@ -298,7 +293,7 @@ impl SqlStore {
                     }
                 }
                 StoreError::Migration {
-                    url: self.url.clone(),
+                    url: self.db.url.clone(),
                     reason,
                 }
             })

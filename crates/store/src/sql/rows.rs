@@ -14,10 +14,17 @@ pub(super) const RUN_COLUMNS: &str = "id, tool, config_version, status, started_
      owner, started_by, args, resumable, lease_until, result, error, caller";
 pub(super) const RECORD_COLUMNS: &str =
     "idx, node_id, node_type, start_ms, end_ms, input, output, error, parent";
-/// Sessions are read joined with their run (`s`, `r`) for the tool and config version.
-pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.run_id, r.tool, r.config_version, \
-     s.node_id, s.status, s.version, s.state, s.input_schema, s.created_at, s.updated_at, \
-     s.expires_at, s.claimed_by, r.started_by FROM sessions s JOIN runs r ON r.id = s.run_id";
+/// Sessions are read joined with their run (`s`, `r`) for the tool and config version. A
+/// macro, so that the select of one session is a constant too (no text built per call).
+macro_rules! session_select {
+    () => {
+        "SELECT s.id, s.run_id, r.tool, r.config_version, \
+         s.node_id, s.status, s.version, s.state, s.input_schema, s.created_at, s.updated_at, \
+         s.expires_at, s.claimed_by, r.started_by FROM sessions s JOIN runs r ON r.id = s.run_id"
+    };
+}
+pub(super) const SESSION_SELECT: &str = session_select!();
+pub(super) const SESSION_BY_ID: &str = concat!(session_select!(), " WHERE s.id = $1");
 
 pub(super) fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T, StoreError>
 where
