@@ -177,7 +177,7 @@ async fn run_batch(
 ) -> Result<(), StoreError> {
     let mut tx = db.begin(pool).await?;
     if let [only] = batch {
-        if only.apply(db, &mut *tx).await {
+        if only.apply(db, &mut tx).await {
             return tx.commit().await.map_err(|e| db.err(e));
         }
         // Its own error is its answer; nothing was written.
@@ -186,7 +186,7 @@ async fn run_batch(
     }
     for job in batch.iter_mut() {
         let mut savepoint = Connection::begin(&mut *tx).await.map_err(|e| db.err(e))?;
-        if job.apply(db, &mut *savepoint).await {
+        if job.apply(db, &mut savepoint).await {
             savepoint.commit().await.map_err(|e| db.err(e))?;
         } else {
             savepoint.rollback().await.map_err(|e| db.err(e))?;
