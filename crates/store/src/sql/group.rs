@@ -3,9 +3,9 @@
 //! commits once, so that the steps of many runs share one fsync.
 //!
 //! Each write still behaves as its own transaction to its caller:
-//! - it runs inside a SAVEPOINT of the batch's transaction; when it fails (a database error or
-//!   a logical `Conflict`, `LimitReached`, …) its savepoint is rolled back, so nothing of it
-//!   is applied, and only its caller gets the error;
+//! - when it fails (a database error or a logical `Conflict`, `LimitReached`, …) nothing of it
+//!   is applied and only its caller gets the error: the batch is run again with each write
+//!   inside its own SAVEPOINT, and the failed one's is rolled back (see [`run_batch`]);
 //! - its caller is answered only after the COMMIT that made it durable; when that COMMIT fails
 //!   every write of the batch fails with the commit's error (none of them was applied);
 //! - writes of one batch apply in queue order, so a caller that waited for one write before
@@ -37,12 +37,6 @@ const BATCH: usize = 256;
 /// Writer tasks on PostgreSQL (each holds one pooled connection while it writes).
 const PG_WRITERS: usize = 4;
 
-/// The body of one write: runs on the batch's connection, inside its savepoint.
-pub(super) type Work<T> = Box<
-    dyn for<'c> FnOnce(&'c Db, &'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
-        + Send,
->;
-
 /// The queue the store's writes go to.
 #[derive(Debug)]
 pub(super) struct Group {
@@ -64,15 +58,21 @@ impl Group {
         Group { queue }
     }
 
-    /// Runs `work` as one atomic write and answers once it is committed.
-    pub(super) async fn write<T: Send + 'static>(
-        &self,
-        db: &Db,
-        work: Work<T>,
-    ) -> Result<T, StoreError> {
+    /// Runs `work` over `data` as one atomic write and answers once it is committed. `work`
+    /// may run twice (see [`run_batch`]): it reads `data`, it does not consume it.
+    pub(super) async fn write<D, T, F>(&self, db: &Db, data: D, work: F) -> Result<T, StoreError>
+    where
+        D: Send + Sync + 'static,
+        T: Send + 'static,
+        F: for<'c> Fn(&'c D, &'c Db, &'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+            + Send
+            + Sync
+            + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
-            work: Some(work),
+            data,
+            work,
             outcome: None,
             reply,
         });
@@ -83,43 +83,55 @@ impl Group {
     }
 }
 
-/// A queued write with its caller's answer, its result type erased.
+/// A queued write with its caller's answer, its types erased.
 trait Queued: Send {
     /// The caller still waits for the answer.
     fn wanted(&self) -> bool;
-    /// Runs the write; whether it succeeded (its savepoint is kept).
+    /// Runs the write; whether it succeeded.
     fn apply<'c>(&'c mut self, db: &'c Db, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool>;
+    /// Forgets what a run that was rolled back produced.
+    fn forget(&mut self);
     /// Answers the caller with the write's own outcome, or with `failed` (the batch's
     /// commit failed, so a write that succeeded was not applied after all).
     fn answer(self: Box<Self>, failed: Option<&StoreError>);
 }
 
-struct Job<T> {
-    work: Option<Work<T>>,
+struct Job<D, F, T> {
+    data: D,
+    work: F,
     outcome: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
-impl<T: Send + 'static> Queued for Job<T> {
+impl<D, F, T> Queued for Job<D, F, T>
+where
+    D: Send + Sync + 'static,
+    T: Send + 'static,
+    F: for<'c> Fn(&'c D, &'c Db, &'c mut AnyConnection) -> BoxFuture<'c, Result<T, StoreError>>
+        + Send
+        + Sync
+        + 'static,
+{
     fn wanted(&self) -> bool {
         !self.reply.is_closed()
     }
 
     fn apply<'c>(&'c mut self, db: &'c Db, conn: &'c mut AnyConnection) -> BoxFuture<'c, bool> {
         Box::pin(async move {
-            let Some(work) = self.work.take() else {
-                return false;
-            };
-            let outcome = work(db, conn).await;
+            let outcome = (self.work)(&self.data, db, conn).await;
             let ok = outcome.is_ok();
             self.outcome = Some(outcome);
             ok
         })
     }
 
+    fn forget(&mut self) {
+        self.outcome = None;
+    }
+
     fn answer(self: Box<Self>, failed: Option<&StoreError>) {
         let answer = match (self.outcome, failed) {
-            // Its own failure stands: its savepoint was rolled back either way.
+            // Its own failure stands: nothing of it was applied either way.
             (Some(Err(own)), _) => Err(own),
             (Some(Ok(value)), None) => Ok(value),
             (_, Some(e)) => Err(e.clone()),
@@ -168,22 +180,36 @@ async fn write_loop(
     }
 }
 
-/// One transaction for the whole batch; every write in its own savepoint unless it is alone
-/// (then a failure rolls back the transaction, which is as good and saves two statements).
+/// One transaction for the whole batch. Writes rarely fail, so the batch first runs without
+/// savepoints (two statements less per write: on SQLite every statement is a round trip to
+/// the connection's thread). When one fails, the whole transaction is rolled back and the
+/// batch runs again with every write in its own savepoint, so that the failed one is undone
+/// alone (a write alone in its batch needs neither: its failure rolls back the transaction).
 async fn run_batch(
     pool: &AnyPool,
     db: &Db,
     batch: &mut [Box<dyn Queued>],
 ) -> Result<(), StoreError> {
     let mut tx = db.begin(pool).await?;
-    if let [only] = batch {
-        if only.apply(db, &mut tx).await {
-            return tx.commit().await.map_err(|e| db.err(e));
+    let mut all_ok = true;
+    for job in batch.iter_mut() {
+        if !job.apply(db, &mut tx).await {
+            all_ok = false;
+            break;
         }
+    }
+    if all_ok {
+        return tx.commit().await.map_err(|e| db.err(e));
+    }
+    tx.rollback().await.map_err(|e| db.err(e))?;
+    if let [_only] = batch {
         // Its own error is its answer; nothing was written.
-        let _ = tx.rollback().await;
         return Ok(());
     }
+    for job in batch.iter_mut() {
+        job.forget();
+    }
+    let mut tx = db.begin(pool).await?;
     for job in batch.iter_mut() {
         let mut savepoint = Connection::begin(&mut *tx).await.map_err(|e| db.err(e))?;
         if job.apply(db, &mut savepoint).await {

@@ -89,19 +89,23 @@ impl SqlStore {
         self.db.begin(&self.pool).await
     }
 
-    /// Runs `work` as one write of a group commit (see [`group`]): it owns what it writes,
-    /// since it runs on the writer's task, and it is answered once its batch is committed.
-    async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Runs `work` over `data` as one write of a group commit (see [`group`]): it runs on the
+    /// writer's task, so `data` is owned (JSON already text), and its caller is answered once
+    /// its batch is committed.
+    async fn write<D, T, F>(&self, data: D, work: F) -> Result<T, StoreError>
     where
+        D: Send + Sync + 'static,
         T: Send + 'static,
-        F: for<'c> FnOnce(
+        F: for<'c> Fn(
+                &'c D,
                 &'c Db,
                 &'c mut sqlx::AnyConnection,
             ) -> futures::future::BoxFuture<'c, Result<T, StoreError>>
             + Send
+            + Sync
             + 'static,
     {
-        self.group.write(&self.db, Box::new(work)).await
+        self.group.write(&self.db, data, work).await
     }
 
     async fn commit(&self, tx: Tx) -> Result<(), StoreError> {

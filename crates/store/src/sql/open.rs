@@ -146,20 +146,25 @@ fn pool_options(target: &Target) -> AnyPoolOptions {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None),
-        (Backend::Sqlite, Some(_)) => base.max_connections(4).after_connect(|conn, _| {
-            Box::pin(async move {
-                // synchronous=FULL: a commit is on disk before it returns, so a power cut
-                // (not only kill -9) loses no waiting session. sqlx already turns foreign
-                // keys on and sets a 5 s busy timeout; they are repeated so that the
-                // guarantees do not rest on a driver default.
-                conn.execute(
-                    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+        // No ping before each acquire: a connection to a local file does not go stale, and on
+        // SQLite every statement, the ping too, is a round trip to the connection's thread.
+        (Backend::Sqlite, Some(_)) => base
+            .max_connections(4)
+            .test_before_acquire(false)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // synchronous=FULL: a commit is on disk before it returns, so a power cut
+                    // (not only kill -9) loses no waiting session. sqlx already turns foreign
+                    // keys on and sets a 5 s busy timeout; they are repeated so that the
+                    // guarantees do not rest on a driver default.
+                    conn.execute(
+                        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
                      PRAGMA busy_timeout = 5000;",
-                )
-                .await?;
-                Ok(())
-            })
-        }),
+                    )
+                    .await?;
+                    Ok(())
+                })
+            }),
         (Backend::Postgres, _) => {
             let schema = target.schema.clone();
             base.max_connections(8).after_connect(move |conn, _| {

@@ -104,11 +104,8 @@ impl SqlStore {
     pub(super) async fn create_run(&self, run: &NewRun, lease: &Lease) -> Result<(), StoreError> {
         let run = RunText::of(run);
         let lease = lease.clone();
-        self.write(move |db, conn| {
-            Box::pin(async move {
-                db.insert_run(conn, &run, RunStatus::Running, Some(&lease), None)
-                    .await
-            })
+        self.write((run, lease), |(run, lease), db, conn| {
+            Box::pin(db.insert_run(conn, run, RunStatus::Running, Some(lease), None))
         })
         .await
     }
@@ -122,9 +119,12 @@ impl SqlStore {
         let run_id = run_id.to_owned();
         let lease = lease.clone();
         let records = RecordText::all(records);
-        self.write(move |db, conn| {
-            Box::pin(async move { db.append_records(conn, &run_id, &lease, &records).await })
-        })
+        self.write(
+            (run_id, lease, records),
+            |(run_id, lease, records), db, conn| {
+                Box::pin(db.append_records(conn, run_id, lease, records))
+            },
+        )
         .await
     }
 
@@ -144,16 +144,19 @@ impl SqlStore {
             _ => SessionStatus::Completed,
         };
         let end = EndText::of(end, ended_at);
-        self.write(move |db, conn| {
-            Box::pin(async move {
-                db.finish_run(conn, &run_id, &owner, &end, session_status)
-                    .await?;
-                if !records.is_empty() {
-                    db.insert_records(conn, &run_id, &records).await?;
-                }
-                Ok(())
-            })
-        })
+        self.write(
+            (run_id, owner, records, end, session_status),
+            |(run_id, owner, records, end, session_status), db, conn| {
+                Box::pin(async move {
+                    db.finish_run(conn, run_id, owner, end, *session_status)
+                        .await?;
+                    if !records.is_empty() {
+                        db.insert_records(conn, run_id, records).await?;
+                    }
+                    Ok(())
+                })
+            },
+        )
         .await
     }
 }

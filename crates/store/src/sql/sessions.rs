@@ -46,9 +46,12 @@ impl SqlStore {
         };
         let owner = owner.to_owned();
         let run = self
-            .write(move |db, conn| {
-                Box::pin(async move { db.create_session(conn, &row, &owner, max_live).await })
-            })
+            .write(
+                (row, owner, max_live),
+                |(row, owner, max_live), db, conn| {
+                    Box::pin(db.create_session(conn, row, owner, *max_live))
+                },
+            )
             .await?;
         Ok(Session {
             id,
@@ -87,12 +90,12 @@ impl SqlStore {
         let id = id.to_owned();
         let lease = lease.clone();
         let records = RecordText::all(records);
-        self.write(move |db, conn| {
-            Box::pin(async move {
-                db.claim_session(conn, &id, expected_version, &lease, now_ms, &records)
-                    .await
-            })
-        })
+        self.write(
+            (id, expected_version, lease, now_ms, records),
+            |(id, expected_version, lease, now_ms, records), db, conn| {
+                Box::pin(db.claim_session(conn, id, *expected_version, lease, *now_ms, records))
+            },
+        )
         .await
     }
 
@@ -102,29 +105,34 @@ impl SqlStore {
         claimed_version: i64,
         update: &SessionUpdate,
     ) -> Result<Session, StoreError> {
-        let id = id.to_owned();
-        let node_id = update.node_id.clone();
-        let state = rows::to_text(&update.state);
-        let input_schema = rows::to_text(&update.input_schema);
-        let (updated_at, expires_at) = (update.updated_at, update.expires_at);
-        self.write(move |db, conn| {
+        let data = (
+            id.to_owned(),
+            claimed_version,
+            update.node_id.clone(),
+            rows::to_text(&update.state),
+            rows::to_text(&update.input_schema),
+            update.updated_at,
+            update.expires_at,
+        );
+        self.write(data, |data, db, conn| {
+            let (id, claimed_version, node_id, state, input_schema, updated_at, expires_at) = data;
             Box::pin(async move {
                 let row = sqlx::query(
                     "UPDATE sessions SET status = 'waiting', version = version + 1, node_id = $1, \
                      state = $2, input_schema = $3, updated_at = $4, expires_at = $5 \
                      WHERE id = $6 AND status = 'claimed' AND version = $7 RETURNING run_id",
                 )
-                .bind(&node_id)
-                .bind(&state)
-                .bind(&input_schema)
-                .bind(updated_at)
-                .bind(expires_at)
-                .bind(&id)
-                .bind(claimed_version)
+                .bind(node_id)
+                .bind(state)
+                .bind(input_schema)
+                .bind(*updated_at)
+                .bind(*expires_at)
+                .bind(id)
+                .bind(*claimed_version)
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(|e| db.err(e))?;
-                db.back_to_waiting(conn, row, &id, claimed_version).await
+                db.back_to_waiting(conn, row, id, *claimed_version).await
             })
         })
         .await
@@ -136,20 +144,20 @@ impl SqlStore {
         claimed_version: i64,
         now_ms: i64,
     ) -> Result<Session, StoreError> {
-        let id = id.to_owned();
-        self.write(move |db, conn| {
+        let data = (id.to_owned(), claimed_version, now_ms);
+        self.write(data, |(id, claimed_version, now_ms), db, conn| {
             Box::pin(async move {
                 let row = sqlx::query(
                     "UPDATE sessions SET status = 'waiting', version = version + 1, updated_at = $1 \
                      WHERE id = $2 AND status = 'claimed' AND version = $3 RETURNING run_id",
                 )
-                .bind(now_ms)
-                .bind(&id)
-                .bind(claimed_version)
+                .bind(*now_ms)
+                .bind(id)
+                .bind(*claimed_version)
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(|e| db.err(e))?;
-                db.back_to_waiting(conn, row, &id, claimed_version).await
+                db.back_to_waiting(conn, row, id, *claimed_version).await
             })
         })
         .await
@@ -160,9 +168,8 @@ impl SqlStore {
         id: &str,
         now_ms: i64,
     ) -> Result<Session, StoreError> {
-        let id = id.to_owned();
-        self.write(move |db, conn| {
-            Box::pin(async move { db.cancel_session(conn, &id, now_ms).await })
+        self.write((id.to_owned(), now_ms), |(id, now_ms), db, conn| {
+            Box::pin(db.cancel_session(conn, id, *now_ms))
         })
         .await
     }
