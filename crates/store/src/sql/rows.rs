@@ -95,11 +95,27 @@ pub(super) fn record(row: &AnyRow) -> Result<RecordRow, StoreError> {
 }
 
 pub(super) fn session(row: &AnyRow) -> Result<Session, StoreError> {
+    session_of_run(row, row)
+}
+
+/// The session columns a transition's `UPDATE sessions … RETURNING` gives back (a macro, to be
+/// `concat!`ed into constant statements).
+macro_rules! session_returning {
+    () => {
+        "id, run_id, node_id, status, version, state, input_schema, created_at, updated_at, \
+         expires_at, claimed_by"
+    };
+}
+pub(super) use session_returning;
+
+/// A session from its own row and its run's (`tool`, `config_version`, `started_by`): what
+/// two `RETURNING` clauses give, without reading the session again.
+pub(super) fn session_of_run(row: &AnyRow, run: &AnyRow) -> Result<Session, StoreError> {
     Ok(Session {
         id: get(row, "id")?,
         run_id: get(row, "run_id")?,
-        tool: get(row, "tool")?,
-        config_version: get(row, "config_version")?,
+        tool: get(run, "tool")?,
+        config_version: get(run, "config_version")?,
         node_id: get(row, "node_id")?,
         status: get::<String>(row, "status")?.parse()?,
         version: get(row, "version")?,
@@ -109,6 +125,6 @@ pub(super) fn session(row: &AnyRow) -> Result<Session, StoreError> {
         updated_at: get(row, "updated_at")?,
         expires_at: get(row, "expires_at")?,
         claimed_by: get(row, "claimed_by")?,
-        started_by: get(row, "started_by")?,
+        started_by: get(run, "started_by")?,
     })
 }

@@ -10,7 +10,7 @@ use sqlx::AssertSqlSafe;
 use super::queries::count;
 use sqlx::AnyConnection;
 
-use super::rows::{self, SESSION_BY_ID, SESSION_SELECT, get};
+use super::rows::{self, SESSION_BY_ID, SESSION_SELECT, get, session_returning};
 use super::runs::RecordText;
 use super::{Db, SqlStore, is_unique_violation};
 use crate::StoreError;
@@ -272,49 +272,46 @@ impl Db {
         now_ms: i64,
         records: &[RecordText],
     ) -> Result<Session, StoreError> {
-        let claimed = sqlx::query(
-            "UPDATE sessions SET status = 'claimed', version = version + 1, claimed_by = $1, \
-             updated_at = $2 WHERE id = $3 AND status = 'waiting' AND version = $4 \
-             AND expires_at > $2 RETURNING run_id",
-        )
-        .bind(&lease.owner)
-        .bind(now_ms)
-        .bind(id)
-        .bind(expected_version)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| self.err(e))?;
+        let claimed = sqlx::query(CLAIM_SQL)
+            .bind(&lease.owner)
+            .bind(now_ms)
+            .bind(id)
+            .bind(expected_version)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
         let Some(claimed) = claimed else {
             return Err(self
                 .why_not_claimable(conn, id, expected_version, now_ms)
                 .await);
         };
         let run_id: String = get(&claimed, "run_id")?;
-        self.run_resumes(conn, &run_id, lease).await?;
+        let run = self.run_resumes(conn, &run_id, lease).await?;
         if !records.is_empty() {
             self.insert_records(conn, &run_id, records).await?;
         }
-        self.session_in(conn, id).await
+        rows::session_of_run(&claimed, &run)
     }
 
-    /// A claimed session's run executes again, under the claimer's lease.
+    /// A claimed session's run executes again, under the claimer's lease; returns what a
+    /// session shows of its run.
     async fn run_resumes(
         &self,
         conn: &mut AnyConnection,
         run_id: &str,
         lease: &Lease,
-    ) -> Result<(), StoreError> {
-        let done = sqlx::query(
+    ) -> Result<sqlx::any::AnyRow, StoreError> {
+        let run = sqlx::query(
             "UPDATE runs SET status = 'running', owner = $1, lease_until = $2 \
-             WHERE id = $3 AND status = 'waiting'",
+             WHERE id = $3 AND status = 'waiting' RETURNING tool, config_version, started_by",
         )
         .bind(&lease.owner)
         .bind(lease.until_ms)
         .bind(run_id)
-        .execute(&mut *conn)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
-        expect_one(done.rows_affected(), run_id, "waiting")
+        run.ok_or_else(|| not_as_its_session_says(run_id, "waiting"))
     }
 
     /// Ends an update of a claimed session that put it back to waiting: `row` is what the
@@ -539,8 +536,21 @@ fn expect_one(affected: u64, run_id: &str, expected: &str) -> Result<(), StoreEr
     if affected == 1 {
         Ok(())
     } else {
-        Err(StoreError::Corrupt(format!(
-            "run {run_id:?} is not {expected} although its session said so"
-        )))
+        Err(not_as_its_session_says(run_id, expected))
     }
 }
+
+fn not_as_its_session_says(run_id: &str, expected: &str) -> StoreError {
+    StoreError::Corrupt(format!(
+        "run {run_id:?} is not {expected} although its session said so"
+    ))
+}
+
+/// The claim's compare-and-set, returning the session as claimed (a constant, so that its
+/// text is not built per call).
+const CLAIM_SQL: &str = concat!(
+    "UPDATE sessions SET status = 'claimed', version = version + 1, claimed_by = $1, \
+     updated_at = $2 WHERE id = $3 AND status = 'waiting' AND version = $4 \
+     AND expires_at > $2 RETURNING ",
+    session_returning!()
+);
