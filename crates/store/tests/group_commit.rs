@@ -45,6 +45,7 @@ on_both_backends!(
     a_failed_write_leaves_the_rest_of_its_batch,
     claims_in_one_batch_have_one_winner,
     callers_are_answered_after_the_commit,
+    a_write_whose_caller_left_before_its_batch_is_not_applied,
 );
 
 /// As many writes as PostgreSQL has writers (SQLite's one writer takes the first alone).
@@ -252,6 +253,35 @@ pub(crate) mod scenario {
         // The input went in once, with the winning claim.
         let records = store.get_records("r1").await.unwrap();
         assert_eq!(records.len(), 1, "{records:?}");
+    }
+
+    /// A caller that stops waiting (its future dropped: a cancelled request) before its write
+    /// reached a writer leaves nothing behind, as a dropped transaction did.
+    pub async fn a_write_whose_caller_left_before_its_batch_is_not_applied(db: &TestDb) {
+        let store = db.open().await;
+        let (lock, plugs) = plug_writers(db, &store).await;
+        let left = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .create_run(&new_run("left", "order", T0), &lease("a", T0 + 30_000))
+                    .await
+            })
+        };
+        let stayed = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .create_run(&new_run("stayed", "order", T0), &lease("a", T0 + 30_000))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left.abort();
+        unplug(lock, plugs).await;
+        stayed.await.unwrap().unwrap();
+        let e = store.get_run("left").await.unwrap_err();
+        assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
     }
 
     /// Whoever is told a write succeeded finds it durable: another store (its own pool and

@@ -127,7 +127,11 @@ impl Engine {
         // Read before the claim: a waiting run's records do not change, and the claim at
         // `session.version` fails if the session moved since (versions only grow), so what
         // was read is what the claimed run holds.
-        let rows = durability.store.get_records(&session.run_id).await?;
+        let rows = durability
+            .store
+            .get_records(&session.run_id)
+            .await
+            .map_err(|e| claim_error(e, &session.id))?;
         let mut frame = restore(rows);
         let node = graph.nodes[at].id.clone();
         let at_ms = now_ms() as f64;
