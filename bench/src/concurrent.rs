@@ -134,11 +134,11 @@ pub(crate) struct Sched {
 pub(crate) struct Counters {
     pub cpu_ns: u64,
     pub wait_ns: u64,
-    switches: u64,
+    pub switches: u64,
 }
 
 impl Sched {
-    fn now() -> Sched {
+    pub(crate) fn now() -> Sched {
         let me = std::process::id();
         let (mut server, mut upstream) = (Counters::default(), Counters::default());
         for (pid, depth) in descendants(me) {

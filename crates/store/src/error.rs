@@ -4,7 +4,8 @@ use sqlx::error::ErrorKind;
 
 /// Everything a store operation can fail with. Messages name the object and say what to do;
 /// database URLs in them never carry a password.
-#[derive(Debug, thiserror::Error)]
+/// `Clone`: one failed group commit answers every write of its batch with the same error.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("no {what} with id {id:?}: check the id (it may also have been purged)")]
     NotFound { what: &'static str, id: String },

@@ -66,6 +66,16 @@
 //!   leaves nothing half-written. [`Store::append_records`] is the unit the engine commits
 //!   per run step; it is idempotent on `(run_id, index)`, so a step whose commit outcome is
 //!   unknown can be sent again.
+//! - **Group commit; answered after COMMIT.** The writes of the session path (create, append
+//!   to, finish a run; create, claim, update, release, cancel a session) are queued to a
+//!   writer (one on SQLite, four on PostgreSQL) that runs up to 256 of them, from any
+//!   callers, in one transaction and commits once: one fsync for the steps of many runs. A
+//!   write that fails is undone alone and only its caller gets the error (the batch is rolled
+//!   back and run again with each write in its own SAVEPOINT, the failed one's rolled back); a COMMIT that fails fails every write of the batch with its
+//!   error (none applied). A caller is answered only after the COMMIT that made its write
+//!   durable, so "one method, one transaction" still holds as far as any caller can see.
+//!   The queue is bounded (callers wait for room), and a write whose caller stopped waiting
+//!   before its batch began is not applied.
 //! - **Run states.** `running` (exactly then `owner` and `lease_until` are set, a CHECK
 //!   constraint enforces it) → `waiting` (suspended; exactly one live session) → `running`
 //!   (claimed) … → `succeeded` | `failed` | `cancelled` | `interrupted` | `expired`. Final

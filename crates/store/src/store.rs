@@ -76,6 +76,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         ended_at: i64,
     ) -> StoreFuture<'a, ()>;
 
+    /// [`Store::finish_run`] with the run's last history records (appended as
+    /// [`Store::append_records`] does), as one transaction: the records buffered since the
+    /// last committed step land with the run's end, one commit instead of two.
+    fn finish_run_with_records<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        records: &'a [RecordRow],
+        end: &'a RunEnd,
+        ended_at: i64,
+    ) -> StoreFuture<'a, ()>;
+
     /// Writes a run that could neither wait nor resume, with all its records, at once, after
     /// it ended (off the hot path).
     fn save_finished_run<'a>(
@@ -152,6 +164,20 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         expected_version: i64,
         lease: &'a Lease,
         now_ms: i64,
+    ) -> StoreFuture<'a, Session>;
+
+    /// [`Store::claim_session`], then `records` appended to the claimed run (as
+    /// [`Store::append_records`] does), as one transaction: a continue's input is committed
+    /// with its claim, one commit instead of two. The claimed run's records do not change
+    /// while its session waits, so a caller may read them before claiming; the claim's
+    /// version check tells it when they changed.
+    fn claim_session_with_records<'a>(
+        &'a self,
+        id: &'a str,
+        expected_version: i64,
+        lease: &'a Lease,
+        now_ms: i64,
+        records: &'a [RecordRow],
     ) -> StoreFuture<'a, Session>;
 
     /// The resumed run suspends again under the same session id: the claimed session goes back

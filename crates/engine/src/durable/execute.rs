@@ -27,8 +27,12 @@ use crate::run::{Chain, Executor, Run, RunEnd, RunStatus, Waiting, or_empty};
 /// How a durable execution starts.
 pub(super) enum Start {
     Fresh(Json),
-    /// A restored frame, going on at node `at`.
-    Resumed(Box<Frame<'static>>, usize),
+    /// A restored frame, going on at node `at`; its first `stored` records are in the store.
+    Resumed {
+        frame: Box<Frame<'static>>,
+        at: usize,
+        stored: usize,
+    },
 }
 
 /// Whose session a durable execution continues.
@@ -126,7 +130,15 @@ impl Engine {
             .rev()
             .find(|r| r.parent.is_none());
         let start = match last_main.and_then(|r| next_after(graph, r)) {
-            Some(at) => Start::Resumed(Box::new(frame), at),
+            Some(at) => {
+                // The last record is written again (a no-op on `(run_id, index)`).
+                let stored = frame.history.len().saturating_sub(1);
+                Start::Resumed {
+                    frame: Box::new(frame),
+                    at,
+                    stored,
+                }
+            }
             // Nothing (or only the entry's buffered records) was stored: start over.
             None => Start::Fresh(run.args.clone()),
         };
@@ -147,7 +159,7 @@ impl Engine {
         durability: &Durability,
         execution: Execution<'_>,
     ) -> Run {
-        let resumed = matches!(execution.start, Start::Resumed(..));
+        let resumed = matches!(execution.start, Start::Resumed { .. });
         let span = crate::spans::run(execution.graph.name(), &execution.run_id, resumed);
         let run = span
             .around(self.execute_in_span(durability, execution))
@@ -168,7 +180,7 @@ impl Engine {
         let tool: Arc<str> = graph.name().into();
         let args = match &start {
             Start::Fresh(args) => args,
-            Start::Resumed(..) => &Json::Null,
+            Start::Resumed { .. } => &Json::Null,
         };
         self.observe_start(&id, &tool, args, &request.control, &mut request.events);
         if let Some(tx) = &request.events {
@@ -186,9 +198,7 @@ impl Engine {
         };
         let (resumed, args) = match start {
             Start::Fresh(args) => (None, args),
-            Start::Resumed(frame, at) => {
-                // What is restored is already stored, except the await record just pushed.
-                let stored = frame.history.len().saturating_sub(1);
+            Start::Resumed { frame, at, stored } => {
                 durable.flushed.store(stored, Ordering::Release);
                 (Some((frame, at)), Json::Null)
             }
@@ -251,11 +261,13 @@ impl DurableRun {
             Err(e) if e.kind == RunErrorKind::Store => return RunEnd::Finished(Err(e)),
             other => other,
         };
-        if let Err(e) = self.flush(history).await {
-            return RunEnd::Finished(Err(store_error(history, &e)));
-        }
         let result = match chain {
-            Ok(Chain::Waiting(s)) => return self.wait(*s, claim).await,
+            Ok(Chain::Waiting(s)) => {
+                if let Err(e) = self.flush(history).await {
+                    return RunEnd::Finished(Err(store_error(history, &e)));
+                }
+                return self.wait(*s, claim).await;
+            }
             Ok(Chain::Done(v)) => Ok(or_empty(v)),
             Err(e) => Err(e),
         };
@@ -267,9 +279,12 @@ impl DurableRun {
             Err(e) => StoreEnd::Failed(error_json(e)),
         };
         let durability = &self.durability;
+        // The records buffered since the last committed step (pure ones) land with the end:
+        // one commit.
+        let rows = self.unflushed(history).unwrap_or_default();
         if let Err(e) = durability
             .store
-            .finish_run(&self.run_id, &durability.owner, &end, now_ms())
+            .finish_run_with_records(&self.run_id, &durability.owner, &rows, &end, now_ms())
             .await
         {
             return RunEnd::Finished(Err(RunError::new(

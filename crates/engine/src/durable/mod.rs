@@ -161,14 +161,7 @@ impl DurableRun {
         &self,
         history: &History,
     ) -> Option<futures::future::BoxFuture<'static, Result<(), StoreError>>> {
-        let from = self.flushed.load(Ordering::Acquire);
-        let records = history.records();
-        if from >= records.len() {
-            return None;
-        }
-        let rows: Vec<RecordRow> = records[from..].iter().map(to_row).collect();
-        // Marked written now: on failure the run stops, so nothing is written after a gap.
-        self.flushed.store(records.len(), Ordering::Release);
+        let rows = self.unflushed(history)?;
         let store = self.durability.store.clone();
         let lease = self.durability.lease();
         let run_id = self.run_id.clone();
@@ -176,6 +169,19 @@ impl DurableRun {
             store.append_records(&run_id, &lease, &rows).await?;
             Ok(())
         }))
+    }
+
+    /// The records not yet in the store, counted as written from now on: whoever takes them
+    /// writes them, and on failure the run stops, so nothing is written after a gap.
+    pub(crate) fn unflushed(&self, history: &History) -> Option<Vec<RecordRow>> {
+        let from = self.flushed.load(Ordering::Acquire);
+        let records = history.records();
+        if from >= records.len() {
+            return None;
+        }
+        let rows: Vec<RecordRow> = records[from..].iter().map(to_row).collect();
+        self.flushed.store(records.len(), Ordering::Release);
+        Some(rows)
     }
 }
 
@@ -263,7 +269,7 @@ impl Durability {
     }
 }
 
-fn to_row(r: &Record) -> RecordRow {
+pub(super) fn to_row(r: &Record) -> RecordRow {
     RecordRow {
         index: r.index as i64,
         node_id: r.node_id.to_string(),

@@ -7,7 +7,7 @@ use mcpflow_expr::Value;
 use mcpflow_store::{Session, SessionStatus, StoreError, now_ms};
 
 use super::execute::{Claim, Execution, Start};
-use super::{Durability, restore};
+use super::{Durability, restore, to_row};
 use crate::Engine;
 use crate::caller::Caller;
 use crate::request::RunRequest;
@@ -97,18 +97,17 @@ impl Engine {
             Some(slot) => slot,
             None => request.caller.admit()?,
         };
-        if let Some(older) = self
-            .engine_of_session(&request.tool, session_id, &request.caller)
-            .await?
-        {
+        // One read of the session serves both the version check and the continue.
+        let session = self
+            .session(&request.tool, session_id, &request.caller)
+            .await?;
+        if let Some(older) = self.engine_of_session(durability, &session).await? {
             return Box::pin(older.continue_session(request.with_slot(slot), session_id)).await;
         }
         let _slot = slot;
         let input = std::mem::take(&mut request.args);
         let tool = request.tool.as_str();
-        let session = self
-            .live_session(durability, tool, session_id, &request.caller)
-            .await?;
+        let session = live_session(durability, session)?;
         let graph = self
             .graph(tool)
             .ok_or_else(|| SessionError::Unknown(session_id.to_owned()))?;
@@ -125,22 +124,14 @@ impl Engine {
                 errors,
             })?;
         let next = step.next;
-        let claimed = durability
+        // Read before the claim: a waiting run's records do not change, and the claim at
+        // `session.version` fails if the session moved since (versions only grow), so what
+        // was read is what the claimed run holds.
+        let rows = durability
             .store
-            .claim_session(&session.id, session.version, &durability.lease(), now_ms())
+            .get_records(&session.run_id)
             .await
             .map_err(|e| claim_error(e, &session.id))?;
-        let rows = match durability.store.get_records(&claimed.run_id).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                // Give the claim back so the client can try again once the store is back.
-                let _ = durability
-                    .store
-                    .release_session(&claimed.id, claimed.version, now_ms())
-                    .await;
-                return Err(e.into());
-            }
-        };
         let mut frame = restore(rows);
         let node = graph.nodes[at].id.clone();
         let at_ms = now_ms() as f64;
@@ -153,6 +144,19 @@ impl Engine {
         record.start_time = at_ms;
         record.end_time = at_ms;
         frame.append(record);
+        // The client's input is committed with the claim, before anything else runs.
+        let input_row: Vec<_> = frame.history.last().map(to_row).into_iter().collect();
+        let claimed = durability
+            .store
+            .claim_session_with_records(
+                &session.id,
+                session.version,
+                &durability.lease(),
+                now_ms(),
+                &input_row,
+            )
+            .await
+            .map_err(|e| claim_error(e, &session.id))?;
         let claim = Claim {
             session_id: claimed.id.clone(),
             version: claimed.version,
@@ -160,69 +164,32 @@ impl Engine {
         let execution = Execution {
             graph,
             run_id: claimed.run_id.clone(),
-            start: Start::Resumed(Box::new(frame), next),
+            start: Start::Resumed {
+                stored: frame.history.len(),
+                frame: Box::new(frame),
+                at: next,
+            },
             claim: Some(claim),
             request,
         };
         Ok(self.execute_durable(durability, execution).await)
     }
 
-    /// The engine of the config version session `session_id` was started on, when it is not
-    /// this one's (see [`Engine::engine_of_version`]); refused when the tool's `revision`
-    /// changed since.
+    /// The engine of the config version `session` was started on, when it is not this one's
+    /// (see [`Engine::engine_of_version`]); refused when the tool's `revision` changed since.
     async fn engine_of_session(
         &self,
-        tool: &str,
-        session_id: &str,
-        caller: &Caller,
+        durability: &Durability,
+        session: &Session,
     ) -> Result<Option<Engine>, SessionError> {
-        let Some(durability) = self.durability() else {
-            return Ok(None);
-        };
-        let session = self.session(tool, session_id, caller).await?;
         if session.config_version == durability.config_version {
             return Ok(None);
         }
         let Some(older) = self.engine_of_version(&session.config_version).await else {
             return Ok(None);
         };
-        self.check_revision(&older, tool, &session.id)?;
+        self.check_revision(&older, &session.tool, &session.id)?;
         Ok(Some(older))
-    }
-
-    /// A session of `tool` that may be continued now, or why not.
-    async fn live_session(
-        &self,
-        durability: &Durability,
-        tool: &str,
-        session_id: &str,
-        caller: &Caller,
-    ) -> Result<Session, SessionError> {
-        let session = self.session(tool, session_id, caller).await?;
-        match session.status {
-            SessionStatus::Waiting if now_ms() < session.expires_at => {}
-            SessionStatus::Waiting | SessionStatus::Expired => {
-                return Err(SessionError::Expired {
-                    id: session.id,
-                    expired_at_ms: session.expires_at,
-                });
-            }
-            SessionStatus::Claimed => return Err(SessionError::Busy(session.id)),
-            status => {
-                return Err(SessionError::Ended {
-                    id: session.id,
-                    status,
-                });
-            }
-        }
-        if session.config_version != durability.config_version {
-            return Err(SessionError::ConfigChanged {
-                id: session.id,
-                started: session.config_version,
-                current: durability.config_version.clone(),
-            });
-        }
-        Ok(session)
     }
 
     /// The session `session_id`, checked to be one `caller` may act on (see
@@ -281,6 +248,34 @@ impl Engine {
             .await
             .map_err(|e| claim_error(e, &session.id))
     }
+}
+
+/// `session` if it may be continued now, or why not.
+fn live_session(durability: &Durability, session: Session) -> Result<Session, SessionError> {
+    match session.status {
+        SessionStatus::Waiting if now_ms() < session.expires_at => {}
+        SessionStatus::Waiting | SessionStatus::Expired => {
+            return Err(SessionError::Expired {
+                id: session.id,
+                expired_at_ms: session.expires_at,
+            });
+        }
+        SessionStatus::Claimed => return Err(SessionError::Busy(session.id)),
+        status => {
+            return Err(SessionError::Ended {
+                id: session.id,
+                status,
+            });
+        }
+    }
+    if session.config_version != durability.config_version {
+        return Err(SessionError::ConfigChanged {
+            id: session.id,
+            started: session.config_version,
+            current: durability.config_version.clone(),
+        });
+    }
+    Ok(session)
 }
 
 fn claim_error(e: StoreError, id: &str) -> SessionError {

@@ -13,14 +13,14 @@ use crate::target::Backend;
 
 impl Store for SqlStore {
     fn backend(&self) -> &'static str {
-        match self.backend {
+        match self.db.backend {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
         }
     }
 
     fn url(&self) -> &str {
-        &self.url
+        &self.db.url
     }
 
     fn save_config<'a>(
@@ -83,7 +83,27 @@ impl Store for SqlStore {
         end: &'a RunEnd,
         ended_at: i64,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(SqlStore::finish_run(self, run_id, owner, end, ended_at))
+        Box::pin(SqlStore::finish_run_with_records(
+            self,
+            run_id,
+            owner,
+            &[],
+            end,
+            ended_at,
+        ))
+    }
+
+    fn finish_run_with_records<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        records: &'a [RecordRow],
+        end: &'a RunEnd,
+        ended_at: i64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(SqlStore::finish_run_with_records(
+            self, run_id, owner, records, end, ended_at,
+        ))
     }
 
     fn save_finished_run<'a>(
@@ -177,6 +197,25 @@ impl Store for SqlStore {
             expected_version,
             lease,
             now_ms,
+            &[],
+        ))
+    }
+
+    fn claim_session_with_records<'a>(
+        &'a self,
+        id: &'a str,
+        expected_version: i64,
+        lease: &'a Lease,
+        now_ms: i64,
+        records: &'a [RecordRow],
+    ) -> StoreFuture<'a, Session> {
+        Box::pin(SqlStore::claim_session(
+            self,
+            id,
+            expected_version,
+            lease,
+            now_ms,
+            records,
         ))
     }
 

@@ -46,7 +46,7 @@ impl SqlStore {
         };
         if message.len() > MAX_MESSAGE_BYTES {
             return Err(StoreError::Backend {
-                url: self.url.clone(),
+                url: self.db.url.clone(),
                 reason: format!(
                     "a fleet message of {} bytes is over the {MAX_MESSAGE_BYTES} a NOTIFY carries",
                     message.len()

@@ -5,11 +5,14 @@
 mod audit;
 mod dyn_store;
 mod fleet;
+mod group;
 mod open;
 mod queries;
 mod rows;
 mod runs;
 mod sessions;
+
+use std::sync::Arc;
 
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
@@ -21,33 +24,88 @@ use crate::target::Backend;
 pub use fleet::MAX_MESSAGE_BYTES;
 pub(crate) use open::open_sql;
 
-/// A connection pool plus what messages need to name it.
+/// A connection pool plus what messages need to name it, and the writers that group the
+/// hot path's writes into shared commits (see [`group`]).
 #[derive(Debug)]
 pub(crate) struct SqlStore {
     pool: AnyPool,
+    db: Arc<Db>,
+    /// PostgreSQL: the fleet's message channel.
+    channel: Option<fleet::Channel>,
+    group: group::Group,
+}
+
+/// What every query needs besides a connection: the backend and how to word errors.
+#[derive(Debug)]
+pub(crate) struct Db {
     backend: Backend,
     /// The URL without its password.
     url: String,
-    /// PostgreSQL: the fleet's message channel.
-    channel: Option<fleet::Channel>,
 }
 
 type Tx = Transaction<'static, Any>;
 
-impl SqlStore {
+impl Db {
     fn err(&self, e: sqlx::Error) -> StoreError {
         StoreError::from_sqlx(e, &self.url)
+    }
+
+    fn closed(&self) -> StoreError {
+        StoreError::Unavailable {
+            url: self.url.clone(),
+            reason: "the store has been closed".into(),
+        }
     }
 
     /// SQLite transactions take the write lock up front: a deferred transaction that reads and
     /// then writes fails at once with SQLITE_BUSY when another writer got in between, instead
     /// of waiting out busy_timeout.
-    async fn begin(&self) -> Result<Tx, StoreError> {
+    async fn begin(&self, pool: &AnyPool) -> Result<Tx, StoreError> {
         let tx = match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
+            Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => pool.begin().await,
         };
         tx.map_err(|e| self.err(e))
+    }
+}
+
+impl SqlStore {
+    fn new(pool: AnyPool, backend: Backend, url: String, channel: Option<fleet::Channel>) -> Self {
+        let db = Arc::new(Db { backend, url });
+        let group = group::Group::start(pool.clone(), db.clone());
+        SqlStore {
+            pool,
+            db,
+            channel,
+            group,
+        }
+    }
+
+    fn err(&self, e: sqlx::Error) -> StoreError {
+        self.db.err(e)
+    }
+
+    async fn begin(&self) -> Result<Tx, StoreError> {
+        self.db.begin(&self.pool).await
+    }
+
+    /// Runs `work` over `data` as one write of a group commit (see [`group`]): it runs on the
+    /// writer's task, so `data` is owned (JSON already text), and its caller is answered once
+    /// its batch is committed.
+    async fn write<D, T, F>(&self, data: D, work: F) -> Result<T, StoreError>
+    where
+        D: Send + Sync + 'static,
+        T: Send + 'static,
+        F: for<'c> Fn(
+                &'c D,
+                &'c Db,
+                &'c mut sqlx::AnyConnection,
+            ) -> futures::future::BoxFuture<'c, Result<T, StoreError>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.group.write(&self.db, data, work).await
     }
 
     async fn commit(&self, tx: Tx) -> Result<(), StoreError> {

@@ -98,7 +98,7 @@ pub(crate) async fn open_sql(url: &str) -> Result<SqlStore, StoreError> {
         }
     };
     store.migrate().await?;
-    tracing::debug!(url = %store.url, "store opened");
+    tracing::debug!(url = %store.db.url, "store opened");
     Ok(store)
 }
 
@@ -132,12 +132,7 @@ async fn connect(target: Target) -> Result<SqlStore, StoreError> {
         .map_err(|e| StoreError::from_sqlx(e, &redacted))?;
     let channel = (target.backend == Backend::Postgres)
         .then(|| fleet::Channel::new(target.connect_url.clone(), target.schema.as_deref()));
-    Ok(SqlStore {
-        pool,
-        backend: target.backend,
-        url: redacted,
-        channel,
-    })
+    Ok(SqlStore::new(pool, target.backend, redacted, channel))
 }
 
 fn pool_options(target: &Target) -> AnyPoolOptions {
@@ -151,20 +146,25 @@ fn pool_options(target: &Target) -> AnyPoolOptions {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None),
-        (Backend::Sqlite, Some(_)) => base.max_connections(4).after_connect(|conn, _| {
-            Box::pin(async move {
-                // synchronous=FULL: a commit is on disk before it returns, so a power cut
-                // (not only kill -9) loses no waiting session. sqlx already turns foreign
-                // keys on and sets a 5 s busy timeout; they are repeated so that the
-                // guarantees do not rest on a driver default.
-                conn.execute(
-                    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
+        // No ping before each acquire: a connection to a local file does not go stale, and on
+        // SQLite every statement, the ping too, is a round trip to the connection's thread.
+        (Backend::Sqlite, Some(_)) => base
+            .max_connections(4)
+            .test_before_acquire(false)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // synchronous=FULL: a commit is on disk before it returns, so a power cut
+                    // (not only kill -9) loses no waiting session. sqlx already turns foreign
+                    // keys on and sets a 5 s busy timeout; they are repeated so that the
+                    // guarantees do not rest on a driver default.
+                    conn.execute(
+                        "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; \
                      PRAGMA busy_timeout = 5000;",
-                )
-                .await?;
-                Ok(())
-            })
-        }),
+                    )
+                    .await?;
+                    Ok(())
+                })
+            }),
         (Backend::Postgres, _) => {
             let schema = target.schema.clone();
             base.max_connections(8).after_connect(move |conn, _| {
@@ -269,7 +269,7 @@ async fn prepare(conn: &mut sqlx::AnyConnection, target: &Target) -> Result<(), 
 
 impl SqlStore {
     async fn migrate(&self) -> Result<(), StoreError> {
-        let set = match self.backend {
+        let set = match self.db.backend {
             Backend::Sqlite => SQLITE_MIGRATIONS,
             Backend::Postgres => POSTGRES_MIGRATIONS,
         };
@@ -298,7 +298,7 @@ impl SqlStore {
                     }
                 }
                 StoreError::Migration {
-                    url: self.url.clone(),
+                    url: self.db.url.clone(),
                     reason,
                 }
             })

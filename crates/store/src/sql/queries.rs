@@ -231,7 +231,7 @@ impl SqlStore {
     }
 
     pub(super) async fn footprint(&self) -> Result<Footprint, StoreError> {
-        let sql = match self.backend {
+        let sql = match self.db.backend {
             Backend::Postgres => {
                 "SELECT t.name AS name, CAST(pg_total_relation_size(CAST(t.name AS regclass)) AS BIGINT) AS bytes \
                  FROM (VALUES ('runs'), ('records'), ('sessions')) AS t(name)"

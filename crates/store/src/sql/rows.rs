@@ -14,10 +14,17 @@ pub(super) const RUN_COLUMNS: &str = "id, tool, config_version, status, started_
      owner, started_by, args, resumable, lease_until, result, error, caller";
 pub(super) const RECORD_COLUMNS: &str =
     "idx, node_id, node_type, start_ms, end_ms, input, output, error, parent";
-/// Sessions are read joined with their run (`s`, `r`) for the tool and config version.
-pub(super) const SESSION_SELECT: &str = "SELECT s.id, s.run_id, r.tool, r.config_version, \
-     s.node_id, s.status, s.version, s.state, s.input_schema, s.created_at, s.updated_at, \
-     s.expires_at, s.claimed_by, r.started_by FROM sessions s JOIN runs r ON r.id = s.run_id";
+/// Sessions are read joined with their run (`s`, `r`) for the tool and config version. A
+/// macro, so that the select of one session is a constant too (no text built per call).
+macro_rules! session_select {
+    () => {
+        "SELECT s.id, s.run_id, r.tool, r.config_version, \
+         s.node_id, s.status, s.version, s.state, s.input_schema, s.created_at, s.updated_at, \
+         s.expires_at, s.claimed_by, r.started_by FROM sessions s JOIN runs r ON r.id = s.run_id"
+    };
+}
+pub(super) const SESSION_SELECT: &str = session_select!();
+pub(super) const SESSION_BY_ID: &str = concat!(session_select!(), " WHERE s.id = $1");
 
 pub(super) fn get<'r, T>(row: &'r AnyRow, column: &str) -> Result<T, StoreError>
 where
@@ -88,11 +95,27 @@ pub(super) fn record(row: &AnyRow) -> Result<RecordRow, StoreError> {
 }
 
 pub(super) fn session(row: &AnyRow) -> Result<Session, StoreError> {
+    session_of_run(row, row)
+}
+
+/// The session columns a transition's `UPDATE sessions … RETURNING` gives back (a macro, to be
+/// `concat!`ed into constant statements).
+macro_rules! session_returning {
+    () => {
+        "id, run_id, node_id, status, version, state, input_schema, created_at, updated_at, \
+         expires_at, claimed_by"
+    };
+}
+pub(super) use session_returning;
+
+/// A session from its own row and its run's (`tool`, `config_version`, `started_by`): what
+/// two `RETURNING` clauses give, without reading the session again.
+pub(super) fn session_of_run(row: &AnyRow, run: &AnyRow) -> Result<Session, StoreError> {
     Ok(Session {
         id: get(row, "id")?,
         run_id: get(row, "run_id")?,
-        tool: get(row, "tool")?,
-        config_version: get(row, "config_version")?,
+        tool: get(run, "tool")?,
+        config_version: get(run, "config_version")?,
         node_id: get(row, "node_id")?,
         status: get::<String>(row, "status")?.parse()?,
         version: get(row, "version")?,
@@ -102,6 +125,6 @@ pub(super) fn session(row: &AnyRow) -> Result<Session, StoreError> {
         updated_at: get(row, "updated_at")?,
         expires_at: get(row, "expires_at")?,
         claimed_by: get(row, "claimed_by")?,
-        started_by: get(row, "started_by")?,
+        started_by: get(run, "started_by")?,
     })
 }

@@ -8,13 +8,24 @@ use serde_json::json;
 use sqlx::AssertSqlSafe;
 
 use super::queries::count;
-use super::rows::{self, SESSION_SELECT, get};
-use super::{SqlStore, Tx, is_unique_violation};
+use sqlx::AnyConnection;
+
+use super::rows::{self, SESSION_BY_ID, SESSION_SELECT, get, session_returning};
+use super::runs::RecordText;
+use super::{Db, SqlStore, is_unique_violation};
 use crate::StoreError;
 use crate::ids::new_session_id;
 use crate::model::{
-    Lease, NewSession, Session, SessionCounts, SessionFilter, SessionStatus, SessionUpdate,
+    Lease, NewSession, RecordRow, Session, SessionCounts, SessionFilter, SessionStatus,
+    SessionUpdate,
 };
+
+/// What a new session needs from its run, read as the run is suspended.
+struct RunOfSession {
+    tool: String,
+    config_version: String,
+    started_by: Option<String>,
+}
 
 impl SqlStore {
     pub(super) async fn create_session(
@@ -24,7 +35,165 @@ impl SqlStore {
         max_live: Option<u64>,
     ) -> Result<Session, StoreError> {
         let id = new_session_id()?;
-        let mut tx = self.begin().await?;
+        let row = SessionText {
+            id: id.clone(),
+            run_id: new.run_id.clone(),
+            node_id: new.node_id.clone(),
+            state: rows::to_text(&new.state),
+            input_schema: rows::to_text(&new.input_schema),
+            created_at: new.created_at,
+            expires_at: new.expires_at,
+        };
+        let owner = owner.to_owned();
+        let run = self
+            .write(
+                (row, owner, max_live),
+                |(row, owner, max_live), db, conn| {
+                    Box::pin(db.create_session(conn, row, owner, *max_live))
+                },
+            )
+            .await?;
+        Ok(Session {
+            id,
+            run_id: new.run_id.clone(),
+            tool: run.tool,
+            config_version: run.config_version,
+            node_id: new.node_id.clone(),
+            status: SessionStatus::Waiting,
+            version: 1,
+            state: new.state.clone(),
+            input_schema: new.input_schema.clone(),
+            created_at: new.created_at,
+            updated_at: new.created_at,
+            expires_at: new.expires_at,
+            claimed_by: None,
+            started_by: run.started_by,
+        })
+    }
+
+    pub(super) async fn get_session(&self, id: &str) -> Result<Session, StoreError> {
+        let row = self
+            .fetch_optional(sqlx::query(SESSION_BY_ID).bind(id))
+            .await?
+            .ok_or_else(|| StoreError::not_found("session", id))?;
+        rows::session(&row)
+    }
+
+    pub(super) async fn claim_session(
+        &self,
+        id: &str,
+        expected_version: i64,
+        lease: &Lease,
+        now_ms: i64,
+        records: &[RecordRow],
+    ) -> Result<Session, StoreError> {
+        let id = id.to_owned();
+        let lease = lease.clone();
+        let records = RecordText::all(records);
+        self.write(
+            (id, expected_version, lease, now_ms, records),
+            |(id, expected_version, lease, now_ms, records), db, conn| {
+                Box::pin(db.claim_session(conn, id, *expected_version, lease, *now_ms, records))
+            },
+        )
+        .await
+    }
+
+    pub(super) async fn update_session(
+        &self,
+        id: &str,
+        claimed_version: i64,
+        update: &SessionUpdate,
+    ) -> Result<Session, StoreError> {
+        let data = (
+            id.to_owned(),
+            claimed_version,
+            update.node_id.clone(),
+            rows::to_text(&update.state),
+            rows::to_text(&update.input_schema),
+            update.updated_at,
+            update.expires_at,
+        );
+        self.write(data, |data, db, conn| {
+            let (id, claimed_version, node_id, state, input_schema, updated_at, expires_at) = data;
+            Box::pin(async move {
+                let row = sqlx::query(
+                    "UPDATE sessions SET status = 'waiting', version = version + 1, node_id = $1, \
+                     state = $2, input_schema = $3, updated_at = $4, expires_at = $5 \
+                     WHERE id = $6 AND status = 'claimed' AND version = $7 RETURNING run_id",
+                )
+                .bind(node_id)
+                .bind(state)
+                .bind(input_schema)
+                .bind(*updated_at)
+                .bind(*expires_at)
+                .bind(id)
+                .bind(*claimed_version)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(|e| db.err(e))?;
+                db.back_to_waiting(conn, row, id, *claimed_version).await
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn release_session(
+        &self,
+        id: &str,
+        claimed_version: i64,
+        now_ms: i64,
+    ) -> Result<Session, StoreError> {
+        let data = (id.to_owned(), claimed_version, now_ms);
+        self.write(data, |(id, claimed_version, now_ms), db, conn| {
+            Box::pin(async move {
+                let row = sqlx::query(
+                    "UPDATE sessions SET status = 'waiting', version = version + 1, updated_at = $1 \
+                     WHERE id = $2 AND status = 'claimed' AND version = $3 RETURNING run_id",
+                )
+                .bind(*now_ms)
+                .bind(id)
+                .bind(*claimed_version)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(|e| db.err(e))?;
+                db.back_to_waiting(conn, row, id, *claimed_version).await
+            })
+        })
+        .await
+    }
+
+    pub(super) async fn cancel_session(
+        &self,
+        id: &str,
+        now_ms: i64,
+    ) -> Result<Session, StoreError> {
+        self.write((id.to_owned(), now_ms), |(id, now_ms), db, conn| {
+            Box::pin(db.cancel_session(conn, id, *now_ms))
+        })
+        .await
+    }
+}
+
+/// A new session's row, its JSON already text.
+struct SessionText {
+    id: String,
+    run_id: String,
+    node_id: String,
+    state: String,
+    input_schema: String,
+    created_at: i64,
+    expires_at: i64,
+}
+
+impl Db {
+    async fn create_session(
+        &self,
+        conn: &mut AnyConnection,
+        new: &SessionText,
+        owner: &str,
+        max_live: Option<u64>,
+    ) -> Result<RunOfSession, StoreError> {
         let run = sqlx::query(
             "UPDATE runs SET status = 'waiting', owner = NULL, lease_until = NULL \
              WHERE id = $1 AND status = 'running' AND owner = $2 \
@@ -32,37 +201,40 @@ impl SqlStore {
         )
         .bind(&new.run_id)
         .bind(owner)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
         let Some(run) = run else {
-            drop(tx);
-            return Err(self.lease_lost(&new.run_id, owner).await);
+            return Err(self.lease_lost(conn, &new.run_id, owner).await);
         };
         // The limit is checked by the INSERT itself: exact on SQLite (writers are serialised),
         // a soft limit on PostgreSQL under concurrent creates (READ COMMITTED).
         let insert = "INSERT INTO sessions (id, run_id, node_id, status, version, state, \
              input_schema, created_at, updated_at, expires_at) \
              SELECT $1, $2, $3, 'waiting', 1, $4, $5, $6, $6, $7";
+        let limited;
         let sql = match max_live {
-            Some(_) => format!(
-                "{insert} WHERE (SELECT COUNT(*) FROM sessions \
-                 WHERE status IN ('waiting', 'claimed')) < $8"
-            ),
-            None => insert.to_owned(),
+            Some(_) => {
+                limited = format!(
+                    "{insert} WHERE (SELECT COUNT(*) FROM sessions \
+                     WHERE status IN ('waiting', 'claimed')) < $8"
+                );
+                limited.as_str()
+            }
+            None => insert,
         };
         let mut q = sqlx::query(AssertSqlSafe(sql))
-            .bind(&id)
+            .bind(&new.id)
             .bind(&new.run_id)
             .bind(&new.node_id)
-            .bind(rows::to_text(&new.state))
-            .bind(rows::to_text(&new.input_schema))
+            .bind(&new.state)
+            .bind(&new.input_schema)
             .bind(new.created_at)
             .bind(new.expires_at);
         if let Some(limit) = max_live {
             q = q.bind(i64::try_from(limit).unwrap_or(i64::MAX));
         }
-        let done = q.execute(&mut *tx).await.map_err(|e| {
+        let done = q.execute(&mut *conn).await.map_err(|e| {
             if is_unique_violation(&e) {
                 StoreError::conflict("run", &new.run_id, "it already has a live session")
             } else {
@@ -74,94 +246,72 @@ impl SqlStore {
                 limit: max_live.unwrap_or(0),
             });
         }
-        self.commit(tx).await?;
-        Ok(Session {
-            id,
-            run_id: new.run_id.clone(),
+        Ok(RunOfSession {
             tool: get(&run, "tool")?,
             config_version: get(&run, "config_version")?,
-            node_id: new.node_id.clone(),
-            status: SessionStatus::Waiting,
-            version: 1,
-            state: new.state.clone(),
-            input_schema: new.input_schema.clone(),
-            created_at: new.created_at,
-            updated_at: new.created_at,
-            expires_at: new.expires_at,
-            claimed_by: None,
             started_by: get(&run, "started_by")?,
         })
     }
 
-    pub(super) async fn get_session(&self, id: &str) -> Result<Session, StoreError> {
-        let sql = format!("{SESSION_SELECT} WHERE s.id = $1");
-        let row = self
-            .fetch_optional(sqlx::query(AssertSqlSafe(sql)).bind(id))
-            .await?
-            .ok_or_else(|| StoreError::not_found("session", id))?;
-        rows::session(&row)
-    }
-
-    async fn session_in(&self, tx: &mut Tx, id: &str) -> Result<Session, StoreError> {
-        let sql = format!("{SESSION_SELECT} WHERE s.id = $1");
-        let row = sqlx::query(AssertSqlSafe(sql))
+    async fn session_in(&self, conn: &mut AnyConnection, id: &str) -> Result<Session, StoreError> {
+        let row = sqlx::query(SESSION_BY_ID)
             .bind(id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::not_found("session", id))?;
         rows::session(&row)
     }
 
-    pub(super) async fn claim_session(
+    async fn claim_session(
         &self,
+        conn: &mut AnyConnection,
         id: &str,
         expected_version: i64,
         lease: &Lease,
         now_ms: i64,
+        records: &[RecordText],
     ) -> Result<Session, StoreError> {
-        let mut tx = self.begin().await?;
-        let claimed = sqlx::query(
-            "UPDATE sessions SET status = 'claimed', version = version + 1, claimed_by = $1, \
-             updated_at = $2 WHERE id = $3 AND status = 'waiting' AND version = $4 \
-             AND expires_at > $2 RETURNING run_id",
-        )
-        .bind(&lease.owner)
-        .bind(now_ms)
-        .bind(id)
-        .bind(expected_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.err(e))?;
+        let claimed = sqlx::query(CLAIM_SQL)
+            .bind(&lease.owner)
+            .bind(now_ms)
+            .bind(id)
+            .bind(expected_version)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
         let Some(claimed) = claimed else {
-            drop(tx);
-            return Err(self.why_not_claimable(id, expected_version, now_ms).await);
+            return Err(self
+                .why_not_claimable(conn, id, expected_version, now_ms)
+                .await);
         };
         let run_id: String = get(&claimed, "run_id")?;
-        self.run_resumes(&mut tx, &run_id, lease).await?;
-        let session = self.session_in(&mut tx, id).await?;
-        self.commit(tx).await?;
-        Ok(session)
+        let run = self.run_resumes(conn, &run_id, lease).await?;
+        if !records.is_empty() {
+            self.insert_records(conn, &run_id, records).await?;
+        }
+        rows::session_of_run(&claimed, &run)
     }
 
-    /// A claimed session's run executes again, under the claimer's lease.
+    /// A claimed session's run executes again, under the claimer's lease; returns what a
+    /// session shows of its run.
     async fn run_resumes(
         &self,
-        tx: &mut Tx,
+        conn: &mut AnyConnection,
         run_id: &str,
         lease: &Lease,
-    ) -> Result<(), StoreError> {
-        let done = sqlx::query(
+    ) -> Result<sqlx::any::AnyRow, StoreError> {
+        let run = sqlx::query(
             "UPDATE runs SET status = 'running', owner = $1, lease_until = $2 \
-             WHERE id = $3 AND status = 'waiting'",
+             WHERE id = $3 AND status = 'waiting' RETURNING tool, config_version, started_by",
         )
         .bind(&lease.owner)
         .bind(lease.until_ms)
         .bind(run_id)
-        .execute(&mut **tx)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
-        expect_one(done.rows_affected(), run_id, "waiting")
+        run.ok_or_else(|| not_as_its_session_says(run_id, "waiting"))
     }
 
     /// Ends an update of a claimed session that put it back to waiting: `row` is what the
@@ -169,37 +319,40 @@ impl SqlStore {
     /// is marked waiting again in the same transaction.
     async fn back_to_waiting(
         &self,
-        mut tx: Tx,
+        conn: &mut AnyConnection,
         row: Option<sqlx::any::AnyRow>,
         id: &str,
         claimed_version: i64,
     ) -> Result<Session, StoreError> {
         let Some(row) = row else {
-            drop(tx);
-            return Err(self.why_not_claimed(id, claimed_version).await);
+            return Err(self.why_not_claimed(conn, id, claimed_version).await);
         };
         let run_id: String = get(&row, "run_id")?;
-        self.run_waits(&mut tx, &run_id).await?;
-        let session = self.session_in(&mut tx, id).await?;
-        self.commit(tx).await?;
-        Ok(session)
+        self.run_waits(conn, &run_id).await?;
+        self.session_in(conn, id).await
     }
 
     /// A session goes back to waiting: its run no longer executes anywhere.
-    async fn run_waits(&self, tx: &mut Tx, run_id: &str) -> Result<(), StoreError> {
+    async fn run_waits(&self, conn: &mut AnyConnection, run_id: &str) -> Result<(), StoreError> {
         let done = sqlx::query(
             "UPDATE runs SET status = 'waiting', owner = NULL, lease_until = NULL \
              WHERE id = $1 AND status = 'running'",
         )
         .bind(run_id)
-        .execute(&mut **tx)
+        .execute(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
         expect_one(done.rows_affected(), run_id, "running")
     }
 
-    async fn why_not_claimable(&self, id: &str, expected: i64, now_ms: i64) -> StoreError {
-        let s = match self.get_session(id).await {
+    async fn why_not_claimable(
+        &self,
+        conn: &mut AnyConnection,
+        id: &str,
+        expected: i64,
+        now_ms: i64,
+    ) -> StoreError {
+        let s = match self.session_in(conn, id).await {
             Ok(s) => s,
             Err(e) => return e,
         };
@@ -233,8 +386,13 @@ impl SqlStore {
     }
 
     /// Why a transition that needs the session claimed at `version` matched nothing.
-    async fn why_not_claimed(&self, id: &str, version: i64) -> StoreError {
-        match self.get_session(id).await {
+    async fn why_not_claimed(
+        &self,
+        conn: &mut AnyConnection,
+        id: &str,
+        version: i64,
+    ) -> StoreError {
+        match self.session_in(conn, id).await {
             Ok(s) => StoreError::conflict(
                 "session",
                 id,
@@ -248,69 +406,23 @@ impl SqlStore {
         }
     }
 
-    pub(super) async fn update_session(
+    async fn cancel_session(
         &self,
-        id: &str,
-        claimed_version: i64,
-        update: &SessionUpdate,
-    ) -> Result<Session, StoreError> {
-        let mut tx = self.begin().await?;
-        let row = sqlx::query(
-            "UPDATE sessions SET status = 'waiting', version = version + 1, node_id = $1, \
-             state = $2, input_schema = $3, updated_at = $4, expires_at = $5 \
-             WHERE id = $6 AND status = 'claimed' AND version = $7 RETURNING run_id",
-        )
-        .bind(&update.node_id)
-        .bind(rows::to_text(&update.state))
-        .bind(rows::to_text(&update.input_schema))
-        .bind(update.updated_at)
-        .bind(update.expires_at)
-        .bind(id)
-        .bind(claimed_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.err(e))?;
-        self.back_to_waiting(tx, row, id, claimed_version).await
-    }
-
-    pub(super) async fn release_session(
-        &self,
-        id: &str,
-        claimed_version: i64,
-        now_ms: i64,
-    ) -> Result<Session, StoreError> {
-        let mut tx = self.begin().await?;
-        let row = sqlx::query(
-            "UPDATE sessions SET status = 'waiting', version = version + 1, updated_at = $1 \
-             WHERE id = $2 AND status = 'claimed' AND version = $3 RETURNING run_id",
-        )
-        .bind(now_ms)
-        .bind(id)
-        .bind(claimed_version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.err(e))?;
-        self.back_to_waiting(tx, row, id, claimed_version).await
-    }
-
-    pub(super) async fn cancel_session(
-        &self,
+        conn: &mut AnyConnection,
         id: &str,
         now_ms: i64,
     ) -> Result<Session, StoreError> {
-        let mut tx = self.begin().await?;
         let row = sqlx::query(
             "UPDATE sessions SET status = 'cancelled', version = version + 1, state = NULL, \
              updated_at = $1 WHERE id = $2 AND status = 'waiting' RETURNING run_id",
         )
         .bind(now_ms)
         .bind(id)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
         let Some(row) = row else {
-            drop(tx);
-            return Err(match self.get_session(id).await {
+            return Err(match self.session_in(conn, id).await {
                 Ok(s) if s.status == SessionStatus::Claimed => StoreError::conflict(
                     "session",
                     id,
@@ -334,14 +446,14 @@ impl SqlStore {
         )
         .bind(now_ms)
         .bind(&run_id)
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await
         .map_err(|e| self.err(e))?;
-        let session = self.session_in(&mut tx, id).await?;
-        self.commit(tx).await?;
-        Ok(session)
+        self.session_in(conn, id).await
     }
+}
 
+impl SqlStore {
     pub(super) async fn expire_sessions(&self, now_ms: i64) -> Result<u64, StoreError> {
         let error = json!({
             "kind": "expired",
@@ -424,8 +536,21 @@ fn expect_one(affected: u64, run_id: &str, expected: &str) -> Result<(), StoreEr
     if affected == 1 {
         Ok(())
     } else {
-        Err(StoreError::Corrupt(format!(
-            "run {run_id:?} is not {expected} although its session said so"
-        )))
+        Err(not_as_its_session_says(run_id, expected))
     }
 }
+
+fn not_as_its_session_says(run_id: &str, expected: &str) -> StoreError {
+    StoreError::Corrupt(format!(
+        "run {run_id:?} is not {expected} although its session said so"
+    ))
+}
+
+/// The claim's compare-and-set, returning the session as claimed (a constant, so that its
+/// text is not built per call).
+const CLAIM_SQL: &str = concat!(
+    "UPDATE sessions SET status = 'claimed', version = version + 1, claimed_by = $1, \
+     updated_at = $2 WHERE id = $3 AND status = 'waiting' AND version = $4 \
+     AND expires_at > $2 RETURNING ",
+    session_returning!()
+);

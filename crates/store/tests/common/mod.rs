@@ -57,6 +57,11 @@ impl TestDb {
         }
     }
 
+    /// The PostgreSQL schema the test's tables are in (`None`: SQLite).
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
     pub async fn open(&self) -> Arc<dyn Store> {
         open(&self.url)
             .await
