@@ -1,6 +1,7 @@
 //! Every store operation, on both backends: each scenario below runs once against a SQLite
 //! file and once against a fresh PostgreSQL schema.
 
+#[macro_use]
 mod common;
 
 use std::collections::HashSet;
@@ -12,29 +13,6 @@ use mcpflow_store::{
     SessionStatus, SessionUpdate, StoreError,
 };
 use serde_json::json;
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = super::common::TestDb::sqlite();
-                    super::scenario::$name(&db).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = super::common::TestDb::postgres().await;
-                    super::scenario::$name(&db).await;
-                }
-            )*
-        }
-    };
-}
 
 on_both_backends!(
     migrations_are_idempotent,

@@ -7,6 +7,7 @@
 //! then the writes under test, which queue behind them; releasing the lock lets one writer
 //! take them all at once.
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -17,29 +18,6 @@ use mcpflow_store::{RecordRow, RunStatus, SessionStatus, Store, StoreError};
 use serde_json::json;
 use sqlx::{AnyConnection, Connection};
 use tokio::task::JoinHandle;
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = super::common::TestDb::sqlite();
-                    super::scenario::$name(&db).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = super::common::TestDb::postgres().await;
-                    super::scenario::$name(&db).await;
-                }
-            )*
-        }
-    };
-}
 
 on_both_backends!(
     a_failed_write_leaves_the_rest_of_its_batch,

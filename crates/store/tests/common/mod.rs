@@ -10,6 +10,32 @@ use mcpflow_store::{Lease, NewRun, NewSession, Store, open};
 use serde_json::json;
 use sqlx::Connection;
 
+/// One `#[tokio::test]` per backend for each named `scenario::NAME(&TestDb)`: in a module
+/// `sqlite` and a module `postgres` of the test file that invokes it.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = super::common::TestDb::sqlite();
+                    super::scenario::$name(&db).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = super::common::TestDb::postgres().await;
+                    super::scenario::$name(&db).await;
+                }
+            )*
+        }
+    };
+}
+
 pub const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// A fixed clock: tests never read the wall clock.
