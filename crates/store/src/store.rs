@@ -74,7 +74,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         owner: &'a str,
         end: &'a RunEnd,
         ended_at: i64,
-    ) -> StoreFuture<'a, ()>;
+    ) -> StoreFuture<'a, ()> {
+        self.finish_run_with_records(run_id, owner, &[], end, ended_at)
+    }
 
     /// [`Store::finish_run`] with the run's last history records (appended as
     /// [`Store::append_records`] does), as one transaction: the records buffered since the
@@ -164,7 +166,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         expected_version: i64,
         lease: &'a Lease,
         now_ms: i64,
-    ) -> StoreFuture<'a, Session>;
+    ) -> StoreFuture<'a, Session> {
+        self.claim_session_with_records(id, expected_version, lease, now_ms, &[])
+    }
 
     /// [`Store::claim_session`], then `records` appended to the claimed run (as
     /// [`Store::append_records`] does), as one transaction: a continue's input is committed

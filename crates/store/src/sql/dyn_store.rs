@@ -76,23 +76,6 @@ impl Store for SqlStore {
         Box::pin(SqlStore::append_records(self, run_id, lease, records))
     }
 
-    fn finish_run<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        end: &'a RunEnd,
-        ended_at: i64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(SqlStore::finish_run_with_records(
-            self,
-            run_id,
-            owner,
-            &[],
-            end,
-            ended_at,
-        ))
-    }
-
     fn finish_run_with_records<'a>(
         &'a self,
         run_id: &'a str,
@@ -182,23 +165,6 @@ impl Store for SqlStore {
 
     fn get_session<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Session> {
         Box::pin(SqlStore::get_session(self, id))
-    }
-
-    fn claim_session<'a>(
-        &'a self,
-        id: &'a str,
-        expected_version: i64,
-        lease: &'a Lease,
-        now_ms: i64,
-    ) -> StoreFuture<'a, Session> {
-        Box::pin(SqlStore::claim_session(
-            self,
-            id,
-            expected_version,
-            lease,
-            now_ms,
-            &[],
-        ))
     }
 
     fn claim_session_with_records<'a>(
