@@ -74,6 +74,8 @@ struct LatencyArgs {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    // rustls has no default provider in this workspace (root Cargo.toml, reqwest).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Sub::Latency(args) => latency(args).await,

@@ -89,6 +89,7 @@ impl JwtVerifier {
     /// `audience` is `jwt.audience`, else `auth.resource`: one of them is required, since a
     /// token minted for another service must not be accepted here.
     pub fn new(config: &JwtConfig, resource: Option<&str>) -> Result<JwtVerifier, ConfigError> {
+        crate::crypto::install();
         let audience = config
             .audience
             .as_deref()

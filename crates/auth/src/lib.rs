@@ -15,6 +15,7 @@
 //! mounts the middleware and applies tool globs to what its handler lists and calls.
 
 mod credential;
+mod crypto;
 mod endpoints;
 mod error;
 mod gate;

@@ -36,6 +36,10 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // rustls is built without a default crypto provider (no aws-lc C library): ring is
+    // installed before anything (remote upstreams, the JWKS fetch, the OTLP exporter) builds
+    // an HTTP client, which would otherwise panic. Err means one is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let command = match cli.into_command() {
         Ok(c) => c,
