@@ -9,6 +9,7 @@
 
 mod outgoing;
 mod scan;
+mod tool_call;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -306,6 +307,9 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
+        }
+        if let Some(call) = tool_call::tool_call(line) {
+            return self.admit(line, call);
         }
         let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
             Ok(message) => return self.admit(line, message),
