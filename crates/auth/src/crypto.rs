@@ -15,8 +15,8 @@ static PROVIDER: CryptoProvider = CryptoProvider {
     key_utils: KeyUtils::new_unimplemented(),
 };
 
-/// Makes ring jsonwebtoken's provider for this process, before the first token is checked.
-/// Idempotent; a provider installed earlier (by a test, say) is left in place.
+/// Makes this provider jsonwebtoken's for the whole process, before the first token is
+/// checked. Idempotent; a provider installed earlier (by a test, say) is left in place.
 pub(crate) fn install() {
     let _ = PROVIDER.install_default();
 }
