@@ -1,10 +1,12 @@
 //! The HTTP listener: Streamable HTTP at `/mcp` (both spec eras, negotiated per request by
 //! rmcp), legacy HTTP+SSE at `/sse` + `/message`, `/healthz` and `/readyz`, on one port.
 //!
-//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE streams, resumption with
-//! `Last-Event-ID`, the 2026-07-28 stateless requests, body limits); this module binds, guards
-//! every route (`guard`), bounds the sessions (`sessions`) and the connections (`conns`: header
-//! deadline, a cap below the open-file limit), routes and shuts down gracefully. The run API
+//! rmcp's `StreamableHttpService` speaks the protocol (requests, SSE framing, the 2026-07-28
+//! stateless requests, body limits) and runs each session's MCP service; the sessions
+//! themselves are ours (`sessions`: routing to SSE streams, resumption with `Last-Event-ID`,
+//! the cap and the idle timeout). This module binds, guards every route (`guard`), bounds the
+//! connections (`conns`: header deadline, a cap below the open-file limit), routes and shuts
+//! down gracefully. The run API
 //! (`mcpflow_api`, under `/api`) is mounted behind the same guard when the options carry it,
 //! and with it the REST face (`/rest/v1`), which reaches the tools through `/mcp`'s own
 //! service (`rest`).
@@ -21,7 +23,6 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use mcpflow_auth::Auth;
 use mcpflow_config::http::HttpConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +36,7 @@ mod sse;
 use crate::error::ServerError;
 use crate::live::LiveServer;
 use guard::{Guard, guard};
-use sessions::BoundedSessions;
+use sessions::Sessions;
 use sse::LegacySse;
 
 /// Answers whether the server can do its job (e.g. its upstreams answer); `Err` says why not.
@@ -212,10 +213,12 @@ impl HttpListener {
             hosts.extend(options.allowed_hosts.iter().cloned());
             config.with_allowed_hosts(hosts)
         };
-        let mut manager = LocalSessionManager::default();
-        manager.session_config.keep_alive = Some(limits.session_idle_timeout);
         let mcp_server = server.clone();
-        let bounded = Arc::new(BoundedSessions::new(manager, limits.max_sessions));
+        let bounded = Sessions::new(
+            limits.max_sessions,
+            limits.session_idle_timeout,
+            config.sse_retry,
+        );
         let mcp =
             StreamableHttpService::new(move || Ok(mcp_server.clone()), bounded.clone(), config);
         let rest = options.api.is_some().then(|| rest::Bridge {

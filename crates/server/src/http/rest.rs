@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use serde_json::{Map, Value, json};
 
 use super::ReadinessCheck;
-use super::sessions::BoundedSessions;
+use super::sessions::Sessions;
 use crate::live::LiveServer;
 use crate::server::GraphServer;
 
@@ -39,7 +39,7 @@ const PARSE_ERROR: i64 = -32700;
 const HEADER_MISMATCH: i64 = -32020;
 
 pub(super) struct Bridge {
-    pub(super) mcp: StreamableHttpService<LiveServer, BoundedSessions>,
+    pub(super) mcp: StreamableHttpService<LiveServer, Sessions>,
     pub(super) live: LiveServer,
     pub(super) readiness: Option<ReadinessCheck>,
     pub(super) stopping: Arc<AtomicBool>,
