@@ -144,7 +144,11 @@ impl Sessions {
     }
 
     fn get(&self, id: &SessionId) -> Result<Arc<Session>, SessionError> {
-        self.lock().open.get(id).cloned().ok_or(SessionError::NotFound)
+        self.lock()
+            .open
+            .get(id)
+            .cloned()
+            .ok_or(SessionError::NotFound)
     }
 
     fn touch(&self, session: &Session) {
@@ -274,7 +278,11 @@ fn initializer(message: &ClientJsonRpcMessage) -> Option<String> {
 fn new_id() -> Result<SessionId, SessionError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|_| SessionError::Closed)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect::<String>().into())
+    Ok(bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        .into())
 }
 
 impl SessionManager for Sessions {

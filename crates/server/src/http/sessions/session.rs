@@ -96,7 +96,11 @@ impl Session {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn enqueue(&self, state: &mut State, message: ClientJsonRpcMessage) -> Result<(), SessionError> {
+    fn enqueue(
+        &self,
+        state: &mut State,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), SessionError> {
         if state.closed {
             return Err(SessionError::Closed);
         }
@@ -159,8 +163,7 @@ impl Session {
     pub(super) fn accept(&self, message: ClientJsonRpcMessage) -> Result<(), SessionError> {
         let mut state = self.lock();
         if let ClientJsonRpcMessage::Notification(notification) = &message
-            && let ClientNotification::CancelledNotification(cancelled) =
-                &notification.notification
+            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
             && let Some(id) = &cancelled.params.request_id
             && let Some(stream) = state.routes.get(&Resource::Request(id.clone())).copied()
         {
@@ -223,7 +226,10 @@ impl Session {
             return Err(SessionError::Closed);
         }
         if let Some(id) = answered(&message)
-            && state.initializing.as_ref().is_some_and(|(init, _)| init == id)
+            && state
+                .initializing
+                .as_ref()
+                .is_some_and(|(init, _)| init == id)
             && let Some((_, waiter)) = state.initializing.take()
         {
             return waiter.send(message).map_err(|_| SessionError::Closed);

@@ -18,9 +18,11 @@ fn client(message: serde_json::Value) -> ClientJsonRpcMessage {
 }
 
 fn initialize() -> ClientJsonRpcMessage {
-    client(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    client(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}))
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    )
 }
 
 fn call(id: i64, progress: Option<&str>) -> ClientJsonRpcMessage {
@@ -130,9 +132,15 @@ async fn a_call_streams_its_progress_and_answer_and_other_notifications_go_to_th
         Some("2")
     );
     sessions.close_session(&id).await.expect("closed");
-    assert!(get.next().await.is_none(), "the session's end ends its streams");
+    assert!(
+        get.next().await.is_none(),
+        "the session's end ends its streams"
+    );
     assert!(shadow.next().await.is_none());
-    assert!(transport.receive().await.is_none(), "the service gets no more");
+    assert!(
+        transport.receive().await.is_none(),
+        "the service gets no more"
+    );
 }
 
 /// A client whose connection drops after the priming event reconnects with its id and gets
@@ -176,11 +184,19 @@ async fn a_cancelled_call_ends_its_stream() {
         .await
         .expect("stream");
     transport.receive().await.expect("the call");
-    let cancel = client(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 3}}));
-    sessions.accept_message(&id, cancel).await.expect("accepted");
+    let cancel = client(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 3}}),
+    );
+    sessions
+        .accept_message(&id, cancel)
+        .await
+        .expect("accepted");
     let events: Vec<_> = stream.collect().await;
-    assert!(events.is_empty(), "no priming without a retry hint, and no answer");
+    assert!(
+        events.is_empty(),
+        "no priming without a retry hint, and no answer"
+    );
     assert!(matches!(
         transport.receive().await,
         Some(ClientJsonRpcMessage::Notification(_))
