@@ -216,6 +216,7 @@ mod tests {
         JsonRpcResponse, JsonRpcVersion2_0, NumberOrString, ServerJsonRpcMessage, ServerResult,
     };
 
+    use super::super::tests::Within;
     use super::*;
 
     fn answer(id: i64) -> ServerJsonRpcMessage {
@@ -240,7 +241,7 @@ mod tests {
         outbox.push(answer(1), false);
         outbox.push(answer(2), true);
         outbox.push(answer(3), false);
-        let events: Vec<_> = outbox.reader(None, None).collect().await;
+        let events: Vec<_> = outbox.reader(None, None).collect::<Vec<_>>().within().await;
         assert_eq!(ids(&events), ["0/7", "1/7", "2/7"]);
         assert!(events[0].message.is_none() && events[0].retry.is_some());
         assert!(outbox.spent(), "read to the end");
@@ -254,14 +255,22 @@ mod tests {
         outbox.prime(std::time::Duration::from_secs(3));
         let mut first = outbox.reader(None, None);
         assert_eq!(
-            first.next().await.and_then(|e| e.event_id).as_deref(),
+            first
+                .next()
+                .within()
+                .await
+                .and_then(|e| e.event_id)
+                .as_deref(),
             Some("0/1")
         );
         let second = outbox.reader(Some(0), None);
-        assert!(first.next().await.is_none(), "the replaced reader ends");
+        assert!(
+            first.next().within().await.is_none(),
+            "the replaced reader ends"
+        );
         outbox.push(answer(9), true);
         assert!(!outbox.spent());
-        let events: Vec<_> = second.collect().await;
+        let events: Vec<_> = second.collect::<Vec<_>>().within().await;
         assert_eq!(ids(&events), ["1/1"]);
         assert!(outbox.spent());
     }
@@ -274,7 +283,7 @@ mod tests {
             outbox.push(answer(i), false);
         }
         outbox.finish();
-        let events: Vec<_> = outbox.reader(None, None).collect().await;
+        let events: Vec<_> = outbox.reader(None, None).collect::<Vec<_>>().within().await;
         assert_eq!(events.len(), KEPT);
         assert_eq!(
             events.last().and_then(|e| e.event_id.clone()).as_deref(),

@@ -152,6 +152,12 @@ impl Session {
         }
         self.enqueue(&mut state, request)?;
         for resource in &resources {
+            // An id (or progress token) still in flight, reused: the earlier stream ends
+            // rather than waiting for an answer that will now be routed here, so a client
+            // cannot pile up streams that never finish.
+            if let Some(earlier) = state.routes.get(resource).copied() {
+                state.finish(earlier);
+            }
             state.routes.insert(resource.clone(), stream);
         }
         state.streams.insert(stream, (outbox.clone(), resources));
@@ -264,6 +270,17 @@ impl Session {
         }
     }
 
+    /// Request streams waiting for their answer.
+    #[cfg(test)]
+    pub(super) fn streams_in_flight(&self) -> usize {
+        let state = self.lock();
+        debug_assert_eq!(
+            state.routes.len(),
+            state.streams.values().map(|(_, r)| r.len()).sum::<usize>()
+        );
+        state.streams.len()
+    }
+
     /// Ends the session: the service gets no more messages, every stream ends.
     pub(super) fn close(&self) {
         let mut state = self.lock();
@@ -304,7 +321,9 @@ impl State {
         };
         outbox.finish();
         for resource in resources {
-            self.routes.remove(&resource);
+            if self.routes.get(&resource) == Some(&stream) {
+                self.routes.remove(&resource);
+            }
         }
         self.forget_stale_finished();
         if self.finished.len() >= FINISHED_KEPT {

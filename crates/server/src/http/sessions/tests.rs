@@ -13,6 +13,17 @@ use serde_json::json;
 
 use super::*;
 
+/// Every wait in these tests is bounded: a routing bug fails the test instead of hanging it.
+pub(super) trait Within: Future + Sized {
+    async fn within(self) -> Self::Output {
+        tokio::time::timeout(Duration::from_secs(10), self)
+            .await
+            .expect("within 10 s")
+    }
+}
+
+impl<F: Future> Within for F {}
+
 fn client(message: serde_json::Value) -> ClientJsonRpcMessage {
     serde_json::from_value(message).expect("a client message")
 }
@@ -69,7 +80,11 @@ async fn open(sessions: &Sessions) -> (SessionId, SessionTransport) {
         let session = sessions.get(&id).expect("in the table");
         async move { session.initialize(initialize()).await }
     });
-    let got = transport.receive().await.expect("the initialize request");
+    let got = transport
+        .receive()
+        .within()
+        .await
+        .expect("the initialize request");
     assert_eq!(request_id(&got), Some(0));
     transport.send(answer(0)).await.expect("sent");
     let reply = init.await.expect("joined").expect("answered");
@@ -101,12 +116,12 @@ async fn a_call_streams_its_progress_and_answer_and_other_notifications_go_to_th
         .create_stream(&id, call(5, Some("tok")))
         .await
         .expect("stream");
-    let got = transport.receive().await.expect("the call");
+    let got = transport.receive().within().await.expect("the call");
     assert_eq!(request_id(&got), Some(5));
     transport.send(list_changed()).await.expect("sent");
     transport.send(progress("tok")).await.expect("sent");
     transport.send(answer(5)).await.expect("sent");
-    let events: Vec<_> = stream.collect().await;
+    let events: Vec<_> = stream.collect::<Vec<_>>().within().await;
     assert_eq!(
         message_ids(&events),
         [
@@ -119,7 +134,7 @@ async fn a_call_streams_its_progress_and_answer_and_other_notifications_go_to_th
         .create_standalone_stream(&id)
         .await
         .expect("GET stream");
-    let first = get.next().await.expect("the kept notification");
+    let first = get.next().within().await.expect("the kept notification");
     assert_eq!(first.event_id.as_deref(), Some("1"));
     // A second GET while the first is open carries nothing, so the first keeps the events.
     let mut shadow = sessions
@@ -128,17 +143,21 @@ async fn a_call_streams_its_progress_and_answer_and_other_notifications_go_to_th
         .expect("second GET");
     transport.send(list_changed()).await.expect("sent");
     assert_eq!(
-        get.next().await.and_then(|e| e.event_id).as_deref(),
+        get.next()
+            .within()
+            .await
+            .and_then(|e| e.event_id)
+            .as_deref(),
         Some("2")
     );
     sessions.close_session(&id).await.expect("closed");
     assert!(
-        get.next().await.is_none(),
+        get.next().within().await.is_none(),
         "the session's end ends its streams"
     );
-    assert!(shadow.next().await.is_none());
+    assert!(shadow.next().within().await.is_none());
     assert!(
-        transport.receive().await.is_none(),
+        transport.receive().within().await.is_none(),
         "the service gets no more"
     );
 }
@@ -153,16 +172,17 @@ async fn a_dropped_call_stream_resumes_from_its_last_event_id() {
         .create_stream(&id, call(9, None))
         .await
         .expect("stream");
-    let priming = stream.next().await.expect("priming");
+    let priming = stream.next().within().await.expect("priming");
     let last = priming.event_id.expect("an id");
     drop(stream);
-    transport.receive().await.expect("the call");
+    transport.receive().within().await.expect("the call");
     transport.send(answer(9)).await.expect("sent");
     let resumed: Vec<_> = sessions
         .resume(&id, last.clone())
         .await
         .expect("resumed")
-        .collect()
+        .collect::<Vec<_>>()
+        .within()
         .await;
     assert_eq!(
         message_ids(&resumed),
@@ -183,7 +203,7 @@ async fn a_cancelled_call_ends_its_stream() {
         .create_stream(&id, call(3, None))
         .await
         .expect("stream");
-    transport.receive().await.expect("the call");
+    transport.receive().within().await.expect("the call");
     let cancel = client(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 3}}),
@@ -192,15 +212,38 @@ async fn a_cancelled_call_ends_its_stream() {
         .accept_message(&id, cancel)
         .await
         .expect("accepted");
-    let events: Vec<_> = stream.collect().await;
+    let events: Vec<_> = stream.collect::<Vec<_>>().within().await;
     assert!(
         events.is_empty(),
         "no priming without a retry hint, and no answer"
     );
     assert!(matches!(
-        transport.receive().await,
+        transport.receive().within().await,
         Some(ClientJsonRpcMessage::Notification(_))
     ));
+}
+
+/// A request id reused while the first request is in flight ends the first one's stream; the
+/// answer goes to the latest, and nothing is left behind.
+#[tokio::test]
+async fn a_reused_request_id_ends_the_earlier_stream() {
+    let sessions = Sessions::new(8, Duration::from_secs(60), None);
+    let (id, mut transport) = open(&sessions).await;
+    let first = sessions
+        .create_stream(&id, call(4, None))
+        .await
+        .expect("stream");
+    let second = sessions
+        .create_stream(&id, call(4, None))
+        .await
+        .expect("stream");
+    assert_eq!(first.count().within().await, 0, "ended, without an answer");
+    transport.receive().within().await.expect("the first call");
+    transport.receive().within().await.expect("the second call");
+    transport.send(answer(4)).await.expect("sent");
+    assert_eq!(second.count().within().await, 1, "the answer");
+    let session = sessions.get(&id).expect("open");
+    assert_eq!(session.streams_in_flight(), 0);
 }
 
 /// Idle sessions are closed by the sweeper; one with a call in flight is not.
@@ -213,13 +256,13 @@ async fn idle_sessions_expire_and_busy_ones_do_not() {
         .create_stream(&busy, call(1, None))
         .await
         .expect("stream");
-    busy_transport.receive().await.expect("the call");
+    busy_transport.receive().within().await.expect("the call");
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert!(!sessions.has_session(&idle).await.expect("asked"));
-    assert!(idle_transport.receive().await.is_none());
+    assert!(idle_transport.receive().within().await.is_none());
     assert!(sessions.has_session(&busy).await.expect("asked"));
     busy_transport.send(answer(1)).await.expect("sent");
-    assert_eq!(stream.count().await, 1, "the answer");
+    assert_eq!(stream.count().within().await, 1, "the answer");
 }
 
 /// Many creations at once at the cap: no more than the cap stay open, the evicted ones are
