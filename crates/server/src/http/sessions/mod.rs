@@ -213,16 +213,14 @@ impl Sessions {
         let timeout = u64::try_from(self.idle_timeout.as_millis()).unwrap_or(u64::MAX);
         let expired: Vec<Arc<Session>> = {
             let mut table = self.lock();
-            let ids: Vec<SessionId> = table
+            let expired = table
                 .open
-                .iter()
-                .filter(|(_, s)| {
+                .extract_if(|_, s| {
                     s.busy.load(Ordering::Relaxed) == 0
                         && now.saturating_sub(s.last_ms.load(Ordering::Relaxed)) >= timeout
                 })
-                .map(|(id, _)| id.clone())
+                .map(|(_, session)| session)
                 .collect();
-            let expired = ids.iter().filter_map(|id| table.open.remove(id)).collect();
             table.report_open();
             expired
         };
@@ -274,23 +272,12 @@ fn initializer(message: &ClientJsonRpcMessage) -> Option<String> {
     (principal.via() != mcpflow_auth::Via::Open).then(|| principal.subject().to_owned())
 }
 
-/// A fresh session id: 128 random bits, as hex.
-fn new_id() -> Result<SessionId, SessionError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|_| SessionError::Closed)?;
-    Ok(bytes
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>()
-        .into())
-}
-
 impl SessionManager for Sessions {
     type Error = SessionError;
     type Transport = SessionTransport;
 
     async fn create_session(&self) -> Result<(SessionId, SessionTransport), SessionError> {
-        let id = new_id()?;
+        let id: SessionId = super::new_session_id().into();
         let session = Arc::new(Session::new(id.clone(), millis(self.epoch), self.retry));
         let victims = {
             let mut table = self.lock();

@@ -44,8 +44,9 @@ struct State {
     delivered: usize,
     /// No more events come: the request was answered or cancelled, or the session closed.
     finished: bool,
-    /// Unread events dropped because nobody read them, not yet logged.
-    dropped: usize,
+    /// Whether dropping unread events was logged (once per stream: a stalled client must not
+    /// flood the log).
+    warned: bool,
 }
 
 impl Outbox {
@@ -63,7 +64,7 @@ impl Outbox {
                 attached: false,
                 delivered: first,
                 finished: false,
-                dropped: 0,
+                warned: false,
             }),
         })
     }
@@ -103,17 +104,14 @@ impl Outbox {
         state.events.push_back(event);
         while state.events.len() > KEPT {
             state.events.pop_front();
-            if state.first >= state.delivered {
-                state.dropped += 1;
+            if state.first >= state.delivered && state.attached && !state.warned {
+                tracing::warn!(
+                    "an SSE client is not reading its stream: its oldest unread notifications \
+                     are dropped"
+                );
+                state.warned = true;
             }
             state.first += 1;
-        }
-        if state.dropped > 0 && state.attached {
-            tracing::warn!(
-                dropped = state.dropped,
-                "an SSE client is not reading its stream: its oldest unread notifications were dropped"
-            );
-            state.dropped = 0;
         }
         if let Some(waker) = state.reader.take() {
             waker.wake();
