@@ -112,6 +112,7 @@ impl Gateway {
             let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
                 return;
             };
+            let notifier = crate::notify::Notifier::of(context);
             while let Some(p) = rx.recv().await {
                 let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
                 if let Some(total) = p.total {
@@ -120,7 +121,7 @@ impl Gateway {
                 if let Some(message) = p.message {
                     param = param.with_message(message);
                 }
-                if context.peer.notify_progress(param).await.is_err() {
+                if !notifier.progress(param).await {
                     return;
                 }
             }
@@ -201,7 +202,7 @@ impl Gateway {
         if let Ok(params) =
             serde_json::from_value::<rmcp::model::LoggingMessageNotificationParam>(params)
         {
-            let _ = context.peer.notify_logging_message(params).await;
+            crate::notify::Notifier::of(context).logging(params).await;
         }
     }
 }

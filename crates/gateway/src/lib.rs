@@ -38,6 +38,7 @@ mod expose;
 mod gateway;
 pub mod hooks;
 mod listing;
+pub mod notify;
 mod search;
 
 pub use error::GatewayError;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use mcpflow_engine::{Control, Event};
+use mcpflow_gateway::notify::Notifier;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
@@ -18,7 +19,7 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Where to send `notifications/progress`: one per finished node (progress = nodes
     /// finished so far, message = the node id) for the first 100, then at most ten a second.
-    pub progress: Option<(Peer<RoleServer>, ProgressToken)>,
+    pub progress: Option<(Notifier, ProgressToken)>,
     /// The client, to ask it for input inline (await nodes with `mode: elicit` or `auto`).
     pub peer: Option<Peer<RoleServer>>,
     /// A 2026-07-28 request: await nodes ask through an "input required" result instead.
@@ -54,7 +55,7 @@ impl CallOptions {
             progress: context
                 .meta
                 .get_progress_token()
-                .map(|token| (context.peer.clone(), token)),
+                .map(|token| (Notifier::of(context), token)),
             peer: Some(context.peer.clone()),
             deferred: crate::session::input::deferred_ask(context),
             principal: crate::caller::principal(context),
@@ -97,8 +98,8 @@ impl CallOptions {
             }
         };
         let report = async {
-            if let (Some((peer, token)), Some(rx)) = (&self.progress, rx) {
-                forward_progress(rx, peer, token).await;
+            if let (Some((notifier, token)), Some(rx)) = (&self.progress, rx) {
+                forward_progress(rx, notifier, token).await;
             }
         };
         let (run, ()) = tokio::join!(runner, report);
@@ -113,7 +114,7 @@ const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(
 
 pub(crate) async fn forward_progress(
     mut rx: broadcast::Receiver<Event>,
-    peer: &Peer<RoleServer>,
+    notifier: &Notifier,
     token: &ProgressToken,
 ) {
     let mut done = 0u64;
@@ -165,7 +166,7 @@ pub(crate) async fn forward_progress(
         last_sent = now;
         last = progress;
         let param = ProgressNotificationParam::new(token.clone(), progress).with_message(message);
-        if peer.notify_progress(param).await.is_err() {
+        if !notifier.progress(param).await {
             return;
         }
     }

@@ -23,6 +23,7 @@ mod result;
 mod server;
 mod session;
 mod stdio;
+mod tool_call;
 
 pub use audit::{Audit, AuditOptions};
 pub use call_options::CallOptions;

@@ -4,7 +4,9 @@
 //! rmcp's `StreamableHttpService` speaks the protocol (requests, SSE framing, the 2026-07-28
 //! stateless requests, body limits) and runs each session's MCP service; the sessions
 //! themselves are ours (`sessions`: routing to SSE streams, resumption with `Last-Event-ID`,
-//! the cap and the idle timeout). This module binds, guards every route (`guard`), bounds the
+//! the cap and the idle timeout), and so are the `tools/call`s whose every check rmcp makes
+//! passes as written (`calls`: read in one pass, no service started per stateless request).
+//! This module binds, guards every route (`guard`), bounds the
 //! connections (`conns`: header deadline, a cap below the open-file limit), routes and shuts
 //! down gracefully. The run API
 //! (`mcpflow_api`, under `/api`) is mounted behind the same guard when the options carry it,
@@ -26,6 +28,7 @@ use mcpflow_config::http::HttpConfig;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+mod calls;
 mod conns;
 mod guard;
 mod origin;
@@ -221,6 +224,14 @@ impl HttpListener {
         );
         let mcp =
             StreamableHttpService::new(move || Ok(mcp_server.clone()), bounded.clone(), config);
+        // The `tools/call`s rmcp would accept as written are served in front of it (`calls`):
+        // read in one pass, and without a service started per stateless request.
+        let calls = calls::Calls::new(
+            server.clone(),
+            bounded.clone(),
+            limits.max_body_bytes,
+            sessions.child_token(),
+        );
         let rest = options.api.is_some().then(|| rest::Bridge {
             mcp: mcp.clone(),
             live: server.clone(),
@@ -234,13 +245,13 @@ impl HttpListener {
             sessions.child_token(),
         ));
         let guard_state = Arc::new(Guard::new(&options));
-        let streamable =
-            Router::new()
-                .nest_service("/mcp", mcp)
-                .layer(axum::middleware::from_fn_with_state(
-                    bounded,
-                    sessions::owned_only,
-                ));
+        let streamable = Router::new()
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(calls, calls::serve))
+            .layer(axum::middleware::from_fn_with_state(
+                bounded,
+                sessions::owned_only,
+            ));
         let mut protocol = streamable
             .route("/sse", get(sse::open))
             .route("/message", post(sse::post))

@@ -9,7 +9,6 @@
 
 mod outgoing;
 mod scan;
-mod tool_call;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -308,7 +307,7 @@ impl<R: AsyncRead + Send + Unpin> Stdio<R> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        if let Some(call) = tool_call::tool_call(line) {
+        if let Some(call) = crate::tool_call::tool_call(line) {
             return self.admit(line, call);
         }
         let error = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {

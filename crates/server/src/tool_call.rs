@@ -1,6 +1,7 @@
-//! A client's `tools/call` line read straight into the message rmcp's handler takes.
+//! A client's `tools/call` (a stdio line, an HTTP body) read straight into the message rmcp's
+//! handler takes.
 //!
-//! rmcp reads a client's line as `JsonRpcMessage`, an untagged union: serde buffers the whole
+//! rmcp reads a client's message as `JsonRpcMessage`, an untagged union: serde buffers the whole
 //! message as `Content`, tries it as each variant in turn (every failure an allocated error),
 //! then buffers it twice more for the flattened request and `params._meta`. A `tools/call` is
 //! nearly every line a busy client sends, so it is read here in one pass as exactly that; any
@@ -14,7 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::RxJsonRpcMessage;
 
-pub(super) fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+pub(crate) fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct ToolCall {
