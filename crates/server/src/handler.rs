@@ -272,7 +272,12 @@ impl GraphServer {
         request: CallToolRequestParams,
         options: &CallOptions,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(response) = self.resume(&request, options).await {
+        // Most calls resume nothing: a resumption's future (a session looked up and continued)
+        // is made, boxed, only for those that do, so it does not size every call's future,
+        // which is copied whole when boxed above.
+        if crate::session::input::may_resume(&request)
+            && let Some(response) = Box::pin(self.resume(&request, options)).await
+        {
             return Ok(response);
         }
         let called = self

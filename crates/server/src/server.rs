@@ -253,7 +253,8 @@ impl GraphServer {
     ) -> Result<Called, McpError> {
         let Some(entry) = self.inner.by_name.get(name) else {
             if let Some(c) = self.inner.companions.get(name) {
-                return Ok(self.call_companion(name, c, arguments, options).await);
+                // Boxed: a companion's future would otherwise size every call's.
+                return Ok(Box::pin(self.call_companion(name, c, arguments, options)).await);
             }
             return Err(self.unknown_tool(name, options.principal.as_ref()));
         };

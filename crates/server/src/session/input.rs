@@ -64,6 +64,12 @@ pub(crate) fn deferred_ask(context: &RequestContext<RoleServer>) -> Option<Arc<D
     })
 }
 
+/// Whether `request` is a retry that may resume a session (it carries a `requestState` or
+/// `inputResponses`).
+pub(crate) fn may_resume(request: &CallToolRequestParams) -> bool {
+    request.request_state.is_some() || request.input_responses.is_some()
+}
+
 impl CallOptions {
     /// Who an await node in elicit or auto mode asks for this call.
     pub(crate) fn asker(&self) -> Option<Arc<dyn Ask>> {
@@ -132,7 +138,7 @@ impl GraphServer {
         request: &CallToolRequestParams,
         options: &CallOptions,
     ) -> Option<CallToolResponse> {
-        if request.request_state.is_none() && request.input_responses.is_none() {
+        if !may_resume(request) {
             return None;
         }
         let name = &*request.name;
