@@ -12,6 +12,34 @@ use serde_json::{Value, json};
 const PLAIN: &str = "application/json, text/event-stream";
 const WEIGHED: &str = "application/json;q=1, text/event-stream";
 
+/// POSTs `body` as JSON with `headers`: (status, content type, body text).
+async fn post(
+    http: &reqwest::Client,
+    server: &Server,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, String, String) {
+    let mut request = http
+        .post(&server.url)
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the request is sent");
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (status, kind, response.text().await.expect("the body"))
+}
+
 /// (status, content type, the last JSON-RPC message) of one stateless call.
 async fn call(
     http: &reqwest::Client,
@@ -26,25 +54,13 @@ async fn call(
         "io.modelcontextprotocol/clientInfo": {"name": "mcpflow-test", "version": "0.0.0"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }}});
-    let response = http
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", accept)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("tools/call sent");
-    let status = response.status().as_u16();
-    let kind = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let text = response.text().await.expect("the body");
+    let headers = [
+        ("accept", accept),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", name),
+    ];
+    let (status, kind, text) = post(http, server, &headers, &body).await;
     (status, kind, http_common::message(&text))
 }
 
@@ -104,17 +120,13 @@ async fn open_session(http: &reqwest::Client, server: &Server) -> String {
         .to_owned();
     response.text().await.expect("the initialize answer");
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let response = http
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", PLAIN)
-        .header("mcp-protocol-version", "2025-11-25")
-        .header("mcp-session-id", &session)
-        .body(note.to_string())
-        .send()
-        .await
-        .expect("initialized sent");
-    assert!(response.status().is_success(), "{}", response.status());
+    let headers = [
+        ("accept", PLAIN),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let (status, _, _) = post(http, server, &headers, &note).await;
+    assert!((200..300).contains(&status), "{status}");
     session
 }
 
@@ -129,24 +141,12 @@ async fn session_call(
 ) -> (u16, String, Vec<String>, Value) {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": name, "arguments": arguments}});
-    let response = http
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", accept)
-        .header("mcp-protocol-version", "2025-11-25")
-        .header("mcp-session-id", session)
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("tools/call sent");
-    let status = response.status().as_u16();
-    let kind = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let text = response.text().await.expect("the body");
+    let headers = [
+        ("accept", accept),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session),
+    ];
+    let (status, kind, text) = post(http, server, &headers, &body).await;
     // Each event's field names in order ("data id retry"): the framing, not the values.
     let fields = text
         .split("\n\n")
@@ -193,6 +193,12 @@ async fn calls_in_a_session_are_answered_alike_on_both_paths() {
         assert_eq!(ours.0, rmcps.0, "status of {name} {arguments}");
         assert_eq!(ours.1, rmcps.1, "content type of {name} {arguments}");
         assert_eq!(ours.2, rmcps.2, "events of {name} {arguments}");
+        assert_eq!(
+            ours.2.first().map(String::as_str),
+            Some("data id retry"),
+            "a priming event first: {:?}",
+            ours.2
+        );
         let (mut ours, rmcps) = (comparable(ours.3), comparable(rmcps.3));
         ours["id"] = json!(id + 100);
         assert_eq!(ours, rmcps, "answer of {name} {arguments}");
