@@ -232,8 +232,12 @@ impl HttpListener {
             limits.max_body_bytes,
             sessions.child_token(),
         );
+        // The REST face sends its stateless MCP requests the way `/mcp` serves them (the
+        // `calls` layer included), behind the guard and access control its own route passed.
         let rest = options.api.is_some().then(|| rest::Bridge {
-            mcp: mcp.clone(),
+            mcp: Router::new().nest_service("/mcp", mcp.clone()).layer(
+                axum::middleware::from_fn_with_state(calls.clone(), calls::serve),
+            ),
             live: server.clone(),
             readiness: options.readiness.clone(),
             stopping: stopping.clone(),

@@ -1,7 +1,8 @@
 //! The REST face's way into MCP (`mcpflow_api::rest`): each REST request becomes one stateless
-//! (2026-07-28) MCP request to this listener's own Streamable HTTP service, carrying the REST
-//! request's extensions (the principal access control put there), Host and trace context.
-//! So a REST call takes the path every MCP request takes: rmcp, the observation (metrics,
+//! (2026-07-28) MCP request to this listener's own `/mcp` (its `calls` layer, then rmcp's
+//! service), carrying the REST request's extensions (the principal access control put there),
+//! Host and trace context. So a REST call takes the path every MCP request takes: the
+//! observation (metrics,
 //! spans), the handler (hidden tools, hooks, the gateway or the engine, runs in flight, the
 //! audit line, `$caller`). What is here is only the framing, and the answer read back as plain
 //! outcomes.
@@ -17,11 +18,9 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use mcpflow_api::rest::{McpEndpoint, Refusal, ToolAnswer, Waiting};
 use rmcp::ServerHandler;
-use rmcp::transport::streamable_http_server::StreamableHttpService;
 use serde_json::{Map, Value, json};
 
 use super::ReadinessCheck;
-use super::sessions::Sessions;
 use crate::live::LiveServer;
 use crate::server::GraphServer;
 
@@ -39,7 +38,8 @@ const PARSE_ERROR: i64 = -32700;
 const HEADER_MISMATCH: i64 = -32020;
 
 pub(super) struct Bridge {
-    pub(super) mcp: StreamableHttpService<LiveServer, Sessions>,
+    /// `/mcp` as served: its layers (`calls`), then rmcp's service.
+    pub(super) mcp: axum::Router,
     pub(super) live: LiveServer,
     pub(super) readiness: Option<ReadinessCheck>,
     pub(super) stopping: Arc<AtomicBool>,
@@ -58,7 +58,12 @@ impl Bridge {
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
         let request = self.request(from, method, params);
         let mcp = self.mcp.clone();
-        Box::pin(async move { read_answer(mcp.handle(request).await).await })
+        Box::pin(async move {
+            match tower::ServiceExt::oneshot(mcp, request).await {
+                Ok(response) => read_answer(response).await,
+                Err(never) => match never {},
+            }
+        })
     }
 
     fn request(
