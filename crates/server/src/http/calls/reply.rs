@@ -9,8 +9,10 @@ use rmcp::model::{ServerJsonRpcMessage, ServerNotification};
 use tokio::sync::Notify;
 
 /// Notifications queued for a reader that does not keep up; past this the oldest are dropped
-/// (never the answer), so a client that stops reading cannot make the server hold more.
-pub(super) const MAX_QUEUED: usize = 1024;
+/// (never the answer), so a client that stops reading cannot make the server hold more (a
+/// session stream's outbox keeps as many). The handler is never held back: a progress or log
+/// line is worth less than the call it reports on.
+pub(super) const MAX_QUEUED: usize = 64;
 
 #[derive(Default)]
 pub(super) struct Reply {
