@@ -26,7 +26,7 @@ use rmcp::model::GetExtensions;
 /// Messages a session may have queued towards the server before a POST waits.
 const INBOX: usize = 64;
 /// A comment line this often keeps proxies from closing a quiet stream.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// A session's inbox, and who opened it: only that principal may post into it.
 type Inbox = (mpsc::Sender<ClientJsonRpcMessage>, Option<Principal>);

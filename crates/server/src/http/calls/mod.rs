@@ -42,9 +42,6 @@ use crate::live::LiveServer;
 
 pub(crate) use stateless::Stateless;
 
-/// A comment line this often keeps proxies from closing a quiet stream (rmcp's interval).
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
-
 pub(crate) struct Calls {
     stateless: Stateless,
     sessions: Arc<Sessions>,
@@ -180,7 +177,7 @@ fn sse_response(
                 let event = event?;
                 Some((Ok::<_, Infallible>(event), Some((events, shutdown))))
             }
-            () = tokio::time::sleep(KEEP_ALIVE) => {
+            () = tokio::time::sleep(super::sse::KEEP_ALIVE) => {
                 Some((Ok(Bytes::from_static(b":\n\n")), Some((events, shutdown))))
             }
             () = shutdown.cancelled() => None,

@@ -27,7 +27,8 @@ struct State {
     finished: bool,
     /// The response is gone (answered, or the client went away): nothing more is read.
     closed: bool,
-    dropped: u64,
+    /// Dropping was logged (once per reply: a stalled client must not flood the log).
+    warned: bool,
 }
 
 impl Reply {
@@ -84,11 +85,11 @@ impl Replies for Reply {
             }
             if state.queue.len() >= MAX_QUEUED {
                 state.queue.pop_front();
-                state.dropped += 1;
-                if state.dropped == 1 {
+                if !state.warned {
                     tracing::warn!(
                         "a stateless request's client does not read its stream: dropping its oldest notifications"
                     );
+                    state.warned = true;
                 }
             }
             state

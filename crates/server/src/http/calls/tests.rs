@@ -50,11 +50,9 @@ tools:
       - { id: "exit", type: "exit" }
 "#;
 
-fn router(dir: &tempfile::TempDir) -> Router {
-    let path = dir.path().join("mcpflow.yaml");
-    std::fs::write(&path, CONFIG).expect("config written");
+fn router() -> Router {
     let draft = mcpflow_config::Loader::new()
-        .read(&path)
+        .read_str(CONFIG, "stateless.yaml")
         .unwrap_or_else(|e| panic!("the config reads: {e}"));
     let (loaded, engine) = draft
         .compile(
@@ -121,8 +119,7 @@ async fn send(router: &Router, request: Request<Body>) -> (StatusCode, String, S
 
 #[tokio::test]
 async fn answers_a_call_whose_checks_all_pass_with_json() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let router = router(&dir);
+    let router = router();
     let (status, kind, text) = send(&router, call(&body(7, "add", json!({})), |_| {})).await;
     assert_eq!(status, StatusCode::OK, "{text}");
     assert_eq!(kind, "application/json");
@@ -137,8 +134,7 @@ async fn answers_a_call_whose_checks_all_pass_with_json() {
 
 #[tokio::test]
 async fn an_unknown_tool_is_the_handlers_error_with_rmcps_status() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let router = router(&dir);
+    let router = router();
     let (status, _, text) = send(&router, call(&body(1, "nope", json!({})), |_| {})).await;
     let answer: Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(answer["id"], 1, "{answer}");
@@ -152,8 +148,7 @@ async fn an_unknown_tool_is_the_handlers_error_with_rmcps_status() {
 
 #[tokio::test]
 async fn streams_progress_then_the_answer_when_the_client_asks_for_progress() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let router = router(&dir);
+    let router = router();
     let request = call(&body(3, "add", json!({"progressToken": "p-1"})), |_| {});
     let (status, kind, text) = send(&router, request).await;
     assert_eq!(status, StatusCode::OK, "{text}");
@@ -175,8 +170,7 @@ async fn streams_progress_then_the_answer_when_the_client_asks_for_progress() {
 
 #[tokio::test]
 async fn passes_on_every_request_it_would_have_to_judge() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let router = router(&dir);
+    let router = router();
     type Change = fn(&mut axum::http::HeaderMap);
     let header_cases: [(&str, Change); 10] = [
         ("a session this table does not hold", |h| {
