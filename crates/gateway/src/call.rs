@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use mcpflow_model::future::boxed;
 use mcpflow_model::proxy::HookMethod;
 use mcpflow_upstream::{UpstreamError, UpstreamLog, UpstreamProgress};
 use rmcp::model::{
@@ -63,12 +64,12 @@ impl Gateway {
         if !self.hooks.wraps(traffic) {
             return self.forward(exposed, arguments, era, context).await;
         }
-        Box::pin(
+        boxed(|| {
             self.hooks
                 .around_call(traffic, &exposed.original, Some(arguments), |arguments| {
                     self.forward(exposed, arguments.unwrap_or_default(), era, context)
-                }),
-        )
+                })
+        })
         .await
     }
 
@@ -105,9 +106,9 @@ impl Gateway {
             options = options.progress(sink);
         }
         // The sink moves into the call and is dropped when it ends, which ends the relay
-        // below. Boxed here, where it is made: moved around unboxed, its state (rmcp's request
-        // futures) was most of the bytes a pass-through call copied.
-        let call = Box::pin(self.pool.send(&exposed.server, request, options));
+        // below. Boxed here, and built in its box: moved around unboxed, its state (rmcp's
+        // request futures) was most of the bytes a pass-through call copied.
+        let call = boxed(|| self.pool.send(&exposed.server, request, options));
         let relay = async {
             let (Some(rx), Some(token)) = (rx.as_mut(), token) else {
                 return;

@@ -20,7 +20,8 @@
 //! compiling their expressions, scripts and schemas is the engine's, which reports what it
 //! cannot compile as [`CompileError`]s at JSON pointers, the language the two share. So a crate
 //! that only needs to read a config (an upstream pool needs its servers) depends on this crate
-//! and nothing heavier.
+//! and nothing heavier. One exception, not data: [`future::boxed`], a `std`-only helper the
+//! request-running crates share, here because they all depend on this crate.
 
 pub mod audit;
 pub mod auth;
@@ -28,6 +29,7 @@ pub mod authoring;
 pub mod caller_header;
 mod compile;
 mod config;
+pub mod future;
 pub mod http;
 mod node;
 pub mod proxy;

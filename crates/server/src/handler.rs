@@ -4,6 +4,7 @@
 
 use mcpflow_config::proxy::HookMethod;
 use mcpflow_gateway::{Offer, Traffic};
+use mcpflow_model::future::boxed;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerConfig, Tool,
@@ -231,7 +232,7 @@ impl GraphServer {
             let arguments = request.arguments.unwrap_or_default();
             let caller = caller::run_caller(&context);
             return Ok(
-                Box::pin(authoring.call_as(&request.name, arguments, caller))
+                boxed(|| authoring.call_as(&request.name, arguments, caller))
                     .await
                     .into(),
             );
@@ -239,10 +240,10 @@ impl GraphServer {
         if !self.owns(&request.name)
             && let Some(route) = self.gateway().route(&request.name).await
         {
-            // Both branches are boxed: rmcp spawns a task per request around this future, and
-            // unboxed it would carry the gateway's and the engine's state (tens of KB, copied
-            // on every spawn) for every request, whichever branch it takes.
-            return Box::pin(self.gateway().call(&route, request, &context)).await;
+            // Every branch is boxed, and built in its box (`boxed`): inline, this future would
+            // carry the gateway's and the engine's state for every request, whichever branch
+            // it takes, and `Box::pin` would copy kilobytes into the box.
+            return boxed(|| self.gateway().call(&route, request, &context)).await;
         }
         let options = CallOptions::of(&context);
         let client = context.peer.peer_info().map(|i| i.client_info.name.clone());
@@ -253,14 +254,16 @@ impl GraphServer {
         // Without hooks the answer's future is not nested inside the hooks' own: every level
         // of nesting is another copy of it per call.
         if !hooks.wraps(traffic) {
-            return Box::pin(self.answer_own(request, &options)).await;
+            return boxed(|| self.answer_own(request, &options)).await;
         }
         let arguments = request.arguments.clone();
         let (mut request, options) = (request, &options);
-        Box::pin(hooks.around_call(traffic, &name, arguments, |arguments| {
-            request.arguments = arguments;
-            self.answer_own(request, options)
-        }))
+        boxed(|| {
+            hooks.around_call(traffic, &name, arguments, |arguments| {
+                request.arguments = arguments;
+                self.answer_own(request, options)
+            })
+        })
         .await
     }
 }
@@ -276,7 +279,7 @@ impl GraphServer {
         // is made, boxed, only for those that do, so it does not size every call's future,
         // which is copied whole when boxed above.
         if crate::session::input::may_resume(&request)
-            && let Some(response) = Box::pin(self.resume(&request, options)).await
+            && let Some(response) = boxed(|| self.resume(&request, options)).await
         {
             return Ok(response);
         }

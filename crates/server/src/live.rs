@@ -7,12 +7,15 @@
 
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use mcpflow_model::future::boxed;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, InitializeRequestParams, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerConfig, ServerNotification, SubscriptionFilter,
     Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, Peer, RequestContext, SubscriptionContext,
+};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
@@ -177,6 +180,46 @@ impl ContentLists {
     }
 }
 
+impl LiveServer {
+    /// A `tools/call`, counted, traced and audited around the current server's answer.
+    async fn observed_call(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let observed = Observation::start(
+            "tools/call",
+            Some(&request.name),
+            request.arguments.as_ref(),
+            &context,
+        );
+        let server = self.current();
+        let kind = |tool: &str| {
+            if server.authoring().is_some_and(|a| a.handles(tool)) {
+                ToolKind::Authoring
+            } else if server.owns(tool) {
+                ToolKind::Graph
+            } else {
+                ToolKind::Proxied
+            }
+        };
+        let audited = self.audit().map(|audit| {
+            let principal = crate::caller::principal(&context);
+            let builtin = server.authoring().is_some_and(|a| a.handles(&request.name));
+            let hidden = !crate::caller::sees(principal.as_ref(), &request.name, builtin);
+            crate::audit::Call::start(audit, &mut context, principal, &request.name, hidden)
+        });
+        // Pinned here and lent: passed by value, the call's future was kept twice in
+        // `around`'s (the argument and the awaited copy).
+        let call = std::pin::pin!(server.call_tool(request, context));
+        let answer = Observation::around(observed, call, kind).await;
+        if let Some(call) = audited {
+            call.end(&answer);
+        }
+        answer
+    }
+}
+
 // Every method the GraphServer answers is passed to the one current when the request arrived.
 impl ServerHandler for LiveServer {
     fn get_info(&self) -> ServerConfig {
@@ -223,42 +266,15 @@ impl ServerHandler for LiveServer {
         self.current().get_tool(name)
     }
 
-    async fn call_tool(
+    fn call_tool(
         &self,
         request: CallToolRequestParams,
-        mut context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let observed = Observation::start(
-            "tools/call",
-            Some(&request.name),
-            request.arguments.as_ref(),
-            &context,
-        );
-        let server = self.current();
-        let kind = |tool: &str| {
-            if server.authoring().is_some_and(|a| a.handles(tool)) {
-                ToolKind::Authoring
-            } else if server.owns(tool) {
-                ToolKind::Graph
-            } else {
-                ToolKind::Proxied
-            }
-        };
-        let audited = self.audit().map(|audit| {
-            let principal = crate::caller::principal(&context);
-            let builtin = server.authoring().is_some_and(|a| a.handles(&request.name));
-            let hidden = !crate::caller::sees(principal.as_ref(), &request.name, builtin);
-            crate::audit::Call::start(audit, &mut context, principal, &request.name, hidden)
-        });
-        // Pinned here and lent: passed by value, the call's future was kept twice in
-        // `around`'s (the argument and the awaited copy), and every request's handler future,
-        // sized by its largest method, is copied whole when rmcp spawns it.
-        let call = std::pin::pin!(server.call_tool(request, context));
-        let answer = Observation::around(observed, call, kind).await;
-        if let Some(call) = audited {
-            call.end(&answer);
-        }
-        answer
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
+        // Built in its box: rmcp spawns a task per request around the handler's future (sized
+        // by its largest method), which tokio copies in whole, and over which it writes the
+        // answer; a call's future (hooks, a run, an upstream call) would be most of it.
+        boxed(move || self.observed_call(request, context))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use mcpflow_gateway::notify::ReplyTo;
+use mcpflow_model::future::boxed;
 use rmcp::ServerHandler;
 use rmcp::model::{
     ClientRequest, ErrorCode, GetExtensions, GetMeta, JsonRpcRequest, ProtocolVersion,
@@ -106,8 +107,11 @@ impl Stateless {
         context.extensions.insert(ReplyTo(reply.clone()));
         let server = self.server.clone();
         let answered = Answered(reply.clone());
+        // The handler's future (sized by its largest method) is built in a box, so the task
+        // tokio copies in, and writes the answer over, is a few words.
+        let handling = boxed(|| async move { server.handle_request(request, context).await });
         tokio::spawn(async move {
-            let message = match server.handle_request(request, context).await {
+            let message = match handling.await {
                 Ok(result) => ServerJsonRpcMessage::response(result, id),
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
             };
