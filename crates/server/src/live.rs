@@ -221,6 +221,10 @@ impl LiveServer {
 }
 
 // Every method the GraphServer answers is passed to the one current when the request arrived.
+// Each request's future is built in a box of its own (`boxed`): rmcp spawns a task per request
+// around `handle_request`, whose future holds the largest method's inline (a call's hooks, run
+// or upstream call: kilobytes), and tokio copies a spawned future in whole and writes its
+// answer over it. Boxed, every method's share of it is one pointer.
 impl ServerHandler for LiveServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.current().get_info();
@@ -231,35 +235,44 @@ impl ServerHandler for LiveServer {
         info
     }
 
-    async fn list_tools(
+    fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let observed = Observation::start("tools/list", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().list_tools(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("tools/list", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().list_tools(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn initialize(
+    fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        // rmcp's own answer (the negotiated version, this server's info), counted.
-        let observed = Observation::start("initialize", None, None, &context);
-        context.peer.set_peer_info(request.clone());
-        let answer = std::future::ready(self.negotiate_initialize(&request));
-        Observation::around(observed, answer, |_| ToolKind::Graph).await
+    ) -> impl Future<Output = Result<InitializeResult, McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            // rmcp's own answer (the negotiated version, this server's info), counted.
+            let observed = Observation::start("initialize", None, None, &context);
+            context.peer.set_peer_info(request.clone());
+            let answer = std::future::ready(self.negotiate_initialize(&request));
+            Observation::around(observed, answer, |_| ToolKind::Graph).await
+        })
     }
 
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        let observed = Observation::start("ping", None, None, &context);
-        Observation::around(observed, std::future::ready(Ok(())), |_| ToolKind::Graph).await
+    fn ping(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("ping", None, None, &context);
+            Observation::around(observed, std::future::ready(Ok(())), |_| ToolKind::Graph).await
+        })
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -271,9 +284,6 @@ impl ServerHandler for LiveServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, McpError>> + MaybeSendFuture + '_ {
-        // Built in its box: rmcp spawns a task per request around the handler's future (sized
-        // by its largest method), which tokio copies in whole, and over which it writes the
-        // answer; a call's future (hooks, a run, an upstream call) would be most of it.
         boxed(move || self.observed_call(request, context))
     }
 
@@ -286,127 +296,152 @@ impl ServerHandler for LiveServer {
         self.current().on_initialized(context).await
     }
 
-    async fn list_resources(
+    fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        let observed = Observation::start("resources/list", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().list_resources(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<rmcp::model::ListResourcesResult, McpError>> + MaybeSendFuture + '_
+    {
+        boxed(move || async move {
+            let observed = Observation::start("resources/list", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().list_resources(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        let observed = Observation::start("resources/templates/list", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().list_resource_templates(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<rmcp::model::ListResourceTemplatesResult, McpError>>
+    + MaybeSendFuture
+    + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("resources/templates/list", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().list_resource_templates(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        let observed = Observation::start("resources/read", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().read_resource(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<rmcp::model::ReadResourceResponse, McpError>> + MaybeSendFuture + '_
+    {
+        boxed(move || async move {
+            let observed = Observation::start("resources/read", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().read_resource(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn complete(
+    fn complete(
         &self,
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CompleteResult, McpError> {
-        let observed = Observation::start("completion/complete", None, None, &context);
-        Observation::around(observed, self.current().complete(request, context), |_| {
-            ToolKind::Graph
+    ) -> impl Future<Output = Result<rmcp::model::CompleteResult, McpError>> + MaybeSendFuture + '_
+    {
+        boxed(move || async move {
+            let observed = Observation::start("completion/complete", None, None, &context);
+            Observation::around(observed, self.current().complete(request, context), |_| {
+                ToolKind::Graph
+            })
+            .await
         })
-        .await
     }
 
     #[expect(deprecated, reason = "clients on 2025-11-25 still set a log level")]
-    async fn set_level(
+    fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let observed = Observation::start("logging/setLevel", None, None, &context);
-        Observation::around(observed, self.current().set_level(request, context), |_| {
-            ToolKind::Graph
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("logging/setLevel", None, None, &context);
+            Observation::around(observed, self.current().set_level(request, context), |_| {
+                ToolKind::Graph
+            })
+            .await
         })
-        .await
     }
 
     #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
-    async fn subscribe(
+    fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let observed = Observation::start("resources/subscribe", None, None, &context);
-        Observation::around(observed, self.current().subscribe(request, context), |_| {
-            ToolKind::Graph
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("resources/subscribe", None, None, &context);
+            Observation::around(observed, self.current().subscribe(request, context), |_| {
+                ToolKind::Graph
+            })
+            .await
         })
-        .await
     }
 
     #[expect(deprecated, reason = "2025-11-25 clients still subscribe to resources")]
-    async fn unsubscribe(
+    fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let observed = Observation::start("resources/unsubscribe", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().unsubscribe(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
+            let observed = Observation::start("resources/unsubscribe", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().unsubscribe(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        let observed = Observation::start("prompts/list", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().list_prompts(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<rmcp::model::ListPromptsResult, McpError>> + MaybeSendFuture + '_
+    {
+        boxed(move || async move {
+            let observed = Observation::start("prompts/list", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().list_prompts(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        let observed = Observation::start("prompts/get", None, None, &context);
-        Observation::around(
-            observed,
-            self.current().get_prompt(request, context),
-            |_| ToolKind::Graph,
-        )
-        .await
+    ) -> impl Future<Output = Result<rmcp::model::GetPromptResponse, McpError>> + MaybeSendFuture + '_
+    {
+        boxed(move || async move {
+            let observed = Observation::start("prompts/get", None, None, &context);
+            Observation::around(
+                observed,
+                self.current().get_prompt(request, context),
+                |_| ToolKind::Graph,
+            )
+            .await
+        })
     }
 
     fn accepted_subscription_filter(
@@ -422,17 +457,17 @@ impl ServerHandler for LiveServer {
         Some(accepted)
     }
 
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        // Boxed: a subscription is rare and long-lived; inline, its state would size every
-        // request's handler future (the largest method's), which rmcp copies when it spawns it.
-        Box::pin(async move {
+    fn listen(
+        &self,
+        context: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), McpError>> + MaybeSendFuture + '_ {
+        boxed(move || async move {
             let current = self.current();
             tokio::select! {
                 result = current.gateway().listen(&context) => result,
                 () = self.follow_replacements(&context) => Ok(()),
             }
         })
-        .await
     }
 }
 
