@@ -28,8 +28,8 @@ pub const MEMORY_CODE: &str = "M1001";
 ///
 /// ```ignore
 /// #[global_allocator]
-/// static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
-///     mcpflow_expr::Metered::new(mimalloc::MiMalloc);
+/// static ALLOCATOR: mcpflow_expr::Metered<std::alloc::System> =
+///     mcpflow_expr::Metered::new(std::alloc::System);
 /// ```
 pub struct Metered<A>(A);
 

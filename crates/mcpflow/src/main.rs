@@ -5,13 +5,14 @@
 //! results, or the MCP stdio transport.
 
 // mimalloc rather than glibc's malloc: allocation was about a fifth of the instructions of a
-// served call (bench/README.md, "2026-11-23: a third fewer instructions per call"). Metered:
-// an expression's evaluation is charged to its memory budget (jlens-core has no allocation
-// hook; see mcpflow_expr's `memory` module).
+// served call (bench/README.md, "2026-11-23: a third fewer instructions per call"), through
+// its fast entry points (`alloc.rs`). Metered: an expression's evaluation is charged to its
+// memory budget (jlens-core has no allocation hook; see mcpflow_expr's `memory` module).
 #[global_allocator]
-static ALLOCATOR: mcpflow_expr::Metered<mimalloc::MiMalloc> =
-    mcpflow_expr::Metered::new(mimalloc::MiMalloc);
+static ALLOCATOR: mcpflow_expr::Metered<alloc::Mimalloc> =
+    mcpflow_expr::Metered::new(alloc::Mimalloc);
 
+mod alloc;
 mod audit;
 mod cli;
 mod debug;
