@@ -80,15 +80,21 @@ mod tests {
                 // SAFETY: a non-zero size; every block is freed with its layout below.
                 unsafe {
                     let p = a.alloc(layout);
-                    assert!(!p.is_null() && p as usize % align == 0, "{size} {align}");
+                    assert!(
+                        !p.is_null() && (p as usize).is_multiple_of(align),
+                        "{size} {align}"
+                    );
                     p.write_bytes(0xa5, size);
                     let grown = a.realloc(p, layout, size * 3);
-                    assert!(grown as usize % align == 0, "grown {size} {align}");
+                    assert!(
+                        (grown as usize).is_multiple_of(align),
+                        "grown {size} {align}"
+                    );
                     assert_eq!(*grown.add(size - 1), 0xa5);
                     let grown_layout = Layout::from_size_align(size * 3, align).expect("valid");
                     a.dealloc(grown, grown_layout);
                     let z = a.alloc_zeroed(layout);
-                    assert!(z as usize % align == 0);
+                    assert!((z as usize).is_multiple_of(align));
                     assert!((0..size).all(|i| *z.add(i) == 0));
                     a.dealloc(z, layout);
                 }
