@@ -31,10 +31,13 @@ async fn on_mcpgraph(file: &Path, tool: &str, args: Value, path: &Path) -> Value
     let mut dirs = vec![path.to_path_buf()];
     dirs.extend(std::env::split_paths(&search));
     cmd.env("PATH", std::env::join_paths(dirs).expect("PATH joins"));
+    // In a process group of its own, ended whole below (also when an assertion fails).
+    cmd.process_group(0);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
         .expect("npx starts mcpGraph");
+    let _group = transport.id().map(Group);
     let client = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("mcpflow-tests", "0.0.0"),
@@ -54,6 +57,20 @@ async fn on_mcpgraph(file: &Path, tool: &str, args: Value, path: &Path) -> Value
         .unwrap_or_else(|| panic!("mcpGraph answered no structured result: {result:?}"));
     client.cancel().await.expect("closes");
     value
+}
+
+/// Kills a process group when dropped. npx runs mcpGraph's `node` as a child of its own, which
+/// rmcp's ending of npx left running: one orphaned `node … mcpgraph` per test run, still there
+/// after CI ended (a stray process on the shared cores skews the next benchmark).
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{}", self.0)])
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 fn path_str(path: &Path) -> &str {
