@@ -222,8 +222,11 @@ impl HttpListener {
             limits.session_idle_timeout,
             config.sse_retry,
         );
-        let mcp =
-            StreamableHttpService::new(move || Ok(mcp_server.clone()), bounded.clone(), config);
+        let mcp = calls::Behind::new(StreamableHttpService::new(
+            move || Ok(mcp_server.clone()),
+            bounded.clone(),
+            config,
+        ));
         // The `tools/call`s rmcp would accept as written are served in front of it (`calls`):
         // read in one pass, and without a service started per stateless request.
         let calls = calls::Calls::new(

@@ -17,6 +17,7 @@
 //! Every other request goes to rmcp unchanged (the body the guard read, handed back): what
 //! rmcp refuses, rmcp words.
 
+mod behind;
 mod reply;
 mod session;
 mod shared;
@@ -40,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::sessions::Sessions;
 use crate::live::LiveServer;
 
+pub(crate) use behind::Behind;
 pub(crate) use stateless::Stateless;
 
 pub(crate) struct Calls {
