@@ -276,8 +276,8 @@ impl GraphServer {
         options: &CallOptions,
     ) -> Result<CallToolResponse, McpError> {
         // Most calls resume nothing: a resumption's future (a session looked up and continued)
-        // is made, boxed, only for those that do, so it does not size every call's future,
-        // which is copied whole when boxed above.
+        // is made, boxed, only for those that do, so it does not size every call's future
+        // (each call's is allocated whole, above).
         if crate::session::input::may_resume(&request)
             && let Some(response) = boxed(|| self.resume(&request, options)).await
         {
