@@ -6,7 +6,7 @@ use std::sync::Arc;
 use mcpflow_engine::{Control, Event};
 use mcpflow_gateway::notify::Notifier;
 use rmcp::RoleServer;
-use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestId};
 use rmcp::service::Peer;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -22,6 +22,8 @@ pub struct CallOptions {
     pub progress: Option<(Notifier, ProgressToken)>,
     /// The client, to ask it for input inline (await nodes with `mode: elicit` or `auto`).
     pub peer: Option<Peer<RoleServer>>,
+    /// The client's request: what it is asked rides that request's stream.
+    pub(crate) request: Option<RequestId>,
     /// A 2026-07-28 request: await nodes ask through an "input required" result instead.
     pub(crate) deferred: Option<Arc<crate::session::input::DeferredAsk>>,
     /// Who called (when access control ran): what an unknown tool's error may name.
@@ -57,6 +59,7 @@ impl CallOptions {
                 .get_progress_token()
                 .map(|token| (Notifier::of(context), token)),
             peer: Some(context.peer.clone()),
+            request: Some(context.id.clone()),
             deferred: crate::session::input::deferred_ask(context),
             principal: crate::caller::principal(context),
             caller: crate::caller::run_caller(context),

@@ -24,6 +24,12 @@ use crate::observe::Observation;
 use crate::server::GraphServer;
 use mcpflow_telemetry::metrics::ToolKind;
 
+/// Put on an `initialize` request's extensions by a transport that wants the peer rmcp makes
+/// for the session: [`LiveServer`]'s `initialize` leaves the peer in it. The Streamable HTTP
+/// sessions run their `tools/call`s with it, beside rmcp's serve loop rather than through it.
+#[derive(Clone, Default)]
+pub(crate) struct PeerSlot(pub(crate) Arc<OnceLock<Peer<RoleServer>>>);
+
 /// A [`GraphServer`] that [`LiveServer::replace`] swaps without dropping a connection. Cheap
 /// to clone; every clone serves the same current server.
 #[derive(Clone)]
@@ -260,6 +266,9 @@ impl ServerHandler for LiveServer {
             // rmcp's own answer (the negotiated version, this server's info), counted.
             let observed = Observation::start("initialize", None, None, &context);
             context.peer.set_peer_info(request.clone());
+            if let Some(slot) = context.extensions.get::<PeerSlot>() {
+                let _ = slot.0.set(context.peer.clone());
+            }
             let answer = std::future::ready(self.negotiate_initialize(&request));
             Observation::around(observed, answer, |_| ToolKind::Graph).await
         })

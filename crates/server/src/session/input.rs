@@ -75,7 +75,10 @@ impl CallOptions {
     pub(crate) fn asker(&self) -> Option<Arc<dyn Ask>> {
         match &self.deferred {
             Some(d) => Some(d.clone()),
-            None => self.peer.clone().map(crate::session::asker),
+            None => self
+                .peer
+                .clone()
+                .map(|peer| crate::session::asker(peer, self.request.clone())),
         }
     }
 }

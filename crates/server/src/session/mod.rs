@@ -14,8 +14,11 @@ use futures::future::BoxFuture;
 use mcpflow_engine::{Answer, Ask, Caller, Engine, SessionError, Waiting};
 use mcpflow_store::Session;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, Tool};
-use rmcp::service::Peer;
+use rmcp::model::{
+    CallToolResult, ClientResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, RequestId, ServerRequest, Tool,
+};
+use rmcp::service::{OriginatingRequestId, Peer};
 use serde_json::{Map, Value, json};
 
 /// Which companion a tool name is, and of which tool.
@@ -262,11 +265,15 @@ pub(crate) fn continue_error(e: &SessionError) -> CallToolResult {
 /// Asks the client through MCP elicitation (form mode).
 pub(crate) struct ElicitAsk {
     pub peer: Peer<RoleServer>,
+    /// The client's request being answered: the question rides its response stream on a
+    /// Streamable HTTP session (SEP-2260). Named here rather than left to rmcp, which knows
+    /// it only inside the task its serve loop spawned for the request.
+    pub call: Option<RequestId>,
 }
 
-/// The asker for a call from `peer`.
-pub(crate) fn asker(peer: Peer<RoleServer>) -> Arc<dyn Ask> {
-    Arc::new(ElicitAsk { peer })
+/// The asker for call `call` from `peer`.
+pub(crate) fn asker(peer: Peer<RoleServer>, call: Option<RequestId>) -> Arc<dyn Ask> {
+    Arc::new(ElicitAsk { peer, call })
 }
 
 impl Ask for ElicitAsk {
@@ -279,6 +286,7 @@ impl Ask for ElicitAsk {
     fn ask(&self, message: String, schema: Value) -> BoxFuture<'static, Answer> {
         let can = self.can_elicit();
         let peer = self.peer.clone();
+        let call = self.call.clone();
         Box::pin(async move {
             if !can {
                 return Answer::Failed(
@@ -298,7 +306,19 @@ impl Ask for ElicitAsk {
                     ));
                 }
             };
-            match peer.create_elicitation(params).await {
+            let mut request = ElicitRequest::new(params);
+            if let Some(call) = call {
+                request.extensions.insert(OriginatingRequestId(call));
+            }
+            let answer = match peer
+                .send_request(ServerRequest::ElicitRequest(request))
+                .await
+            {
+                Ok(ClientResult::ElicitResult(r)) => Ok(r),
+                Ok(_) => Err(rmcp::ServiceError::UnexpectedResponse),
+                Err(e) => Err(e),
+            };
+            match answer {
                 Ok(r) => match r.action {
                     ElicitationAction::Accept => {
                         Answer::Accepted(r.content.unwrap_or_else(|| json!({})))

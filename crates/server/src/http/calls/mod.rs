@@ -8,8 +8,9 @@
 //! instructions. In front of rmcp's `StreamableHttpService`, this middleware takes the
 //! `tools/call`s whose every check rmcp makes would pass as written, reads them in one pass
 //! (`tool_call`), and serves them:
-//! - in a session (2025-11-25 and before: `session`), through our own session table, as
-//!   rmcp would have handed them to it;
+//! - in a session (2025-11-25 and before: `session`), by running the handler beside the
+//!   session's serve loop with the session's peer, its answer routed by our session table
+//!   to the call's stream;
 //! - statelessly (2026-07-28: `stateless`), by running the handler as rmcp's serve loop runs
 //!   one, around the peer of one service shared by all such requests (`shared`), what it
 //!   sends for the request coming back through the request's own `reply`.
@@ -45,6 +46,8 @@ pub(crate) use behind::Behind;
 pub(crate) use stateless::Stateless;
 
 pub(crate) struct Calls {
+    /// Runs the calls of sessions whose peer is known (`session`).
+    server: LiveServer,
     stateless: Stateless,
     sessions: Arc<Sessions>,
     max_body_bytes: usize,
@@ -60,7 +63,8 @@ impl Calls {
         shutdown: CancellationToken,
     ) -> Arc<Self> {
         Arc::new(Calls {
-            stateless: Stateless::new(server, shutdown.clone()),
+            stateless: Stateless::new(server.clone(), shutdown.clone()),
+            server,
             sessions,
             max_body_bytes,
             shutdown,

@@ -1,18 +1,25 @@
-//! Calls in a Streamable HTTP session (2025-11-25 and the eras before): handed to our session
-//! table as rmcp would hand them (the HTTP request's parts in the request's extensions), their
-//! stream framed as rmcp frames it.
+//! Calls in a Streamable HTTP session (2025-11-25 and the eras before): run beside the
+//! session's serve loop with its peer (see `sessions::session`), or, before the session's
+//! `initialize` was handled, handed to our session table as rmcp would hand them (the HTTP
+//! request's parts in the request's extensions); their stream framed as rmcp frames it.
 
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use futures::StreamExt;
-use rmcp::model::ProtocolVersion;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest};
+use futures::{Stream, StreamExt};
+use mcpflow_model::future::boxed;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest, ProtocolVersion,
+    ServerJsonRpcMessage,
+};
+use rmcp::service::{RequestContext, Service};
 use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 
 use super::super::guard::rpc_error;
-use super::super::sessions::SessionError;
+use super::super::sessions::{Direct, SessionError};
 use super::{Calls, event, one, sse_response};
+use crate::live::LiveServer;
 
 /// A session's request of an era before 2026-07-28, whose version header (if any) rmcp knows;
 /// without one rmcp assumes 2025-03-26.
@@ -44,43 +51,91 @@ pub(super) async fn serve(
     let Some(id) = one(&parts.headers, "mcp-session-id") else {
         return Err(Box::new(parts));
     };
-    let id: rmcp::transport::streamable_http_server::session::SessionId = id.into();
+    let id: SessionId = id.into();
     let sessions = &*calls.sessions;
     if call.request.get_meta().protocol_version().is_some()
         || !sessions.has_session(&id).await.unwrap_or(false)
     {
         return Err(Box::new(parts));
     }
+    match sessions.call(&id, &call) {
+        Ok(Some(direct)) => return Ok(respond(run(&calls.server, call, parts, direct), calls)),
+        Ok(None) => {}
+        Err(e) => return Ok(refused(&id, e)),
+    }
     call.request.extensions_mut().insert(parts);
-    let stream = match sessions
+    match sessions
         .create_stream(&id, ClientJsonRpcMessage::Request(call))
         .await
     {
-        Ok(stream) => stream,
+        Ok(stream) => Ok(respond(stream, calls)),
+        Err(e) => Ok(refused(&id, e)),
+    }
+}
+
+/// The session could not take the call: rmcp's statuses and words.
+fn refused(id: &SessionId, e: SessionError) -> Response {
+    match e {
         // Closed since it was looked up: as rmcp answers for a session it does not hold.
-        Err(SessionError::NotFound | SessionError::Closed) => {
-            return Ok(rpc_error(
-                StatusCode::NOT_FOUND,
-                -32001,
-                "session not found",
-            ));
+        SessionError::NotFound | SessionError::Closed => {
+            rpc_error(StatusCode::NOT_FOUND, -32001, "session not found")
         }
-        Err(e @ SessionError::Backlog(_)) => {
-            return Ok(rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                -32000,
-                &e.to_string(),
-            ));
+        e @ SessionError::Backlog(_) => {
+            rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &e.to_string())
         }
-        Err(e) => {
+        e => {
             tracing::debug!("a call in session {id} could not start: {e}");
-            return Ok(rpc_error(
+            rpc_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 -32603,
                 &format!("the session could not take the call: {e}"),
-            ));
+            )
         }
-    };
+    }
+}
+
+/// Runs the handler as the session's serve loop would (a task of its own, the context rmcp
+/// builds, with the session's peer and a cancellation the session controls), the answer
+/// going to the call's stream; returns that stream.
+fn run(
+    server: &LiveServer,
+    call: JsonRpcRequest<ClientRequest>,
+    parts: Parts,
+    direct: Direct,
+) -> impl Stream<Item = ServerSseMessage> + Send + 'static {
+    let Direct {
+        reader,
+        peer,
+        cancel,
+        answer,
+    } = direct;
+    let JsonRpcRequest {
+        id, mut request, ..
+    } = call;
+    let mut context = RequestContext::new(id.clone(), peer);
+    context.ct = cancel.child_token();
+    // As rmcp's serve loop: `_meta` (the progress token) and the extensions move from the
+    // request to the context; the HTTP request's parts join them, as rmcp puts them.
+    context.meta = std::mem::take(request.get_meta_mut());
+    context.extensions = std::mem::take(request.extensions_mut());
+    context.extensions.insert(parts);
+    let server = server.clone();
+    // Built in its box: the task tokio copies in is a few words (see `stateless`).
+    let handling = boxed(|| async move { server.handle_request(request, context).await });
+    tokio::spawn(async move {
+        let message = match handling.await {
+            Ok(result) => ServerJsonRpcMessage::response(result, id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        answer.send(message);
+    });
+    reader
+}
+
+fn respond(
+    stream: impl Stream<Item = ServerSseMessage> + Send + 'static,
+    calls: &Calls,
+) -> Response {
     let events = stream.map(|sse| {
         let json = sse.message.as_deref().map(serde_json::to_vec);
         match json {
@@ -92,5 +147,5 @@ pub(super) async fn serve(
             None => event(None, sse.event_id.as_deref(), sse.retry),
         }
     });
-    Ok(sse_response(events, calls.shutdown.clone()))
+    sse_response(events, calls.shutdown.clone())
 }

@@ -32,6 +32,7 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 
+pub(crate) use session::Direct;
 use session::Session;
 
 /// How often, at most, the log says that the cap is evicting sessions (with how many).
@@ -153,6 +154,18 @@ impl Sessions {
 
     fn touch(&self, session: &Session) {
         session.last_ms.store(millis(self.epoch), Ordering::Relaxed);
+    }
+
+    /// Opens the stream of a `tools/call` in session `id` that the caller runs beside the
+    /// session's serve loop (`Session::call`); `None`: the serve loop must take it.
+    pub(crate) fn call(
+        &self,
+        id: &SessionId,
+        request: &rmcp::model::JsonRpcRequest<rmcp::model::ClientRequest>,
+    ) -> Result<Option<Direct>, SessionError> {
+        let session = self.get(id)?;
+        let busy = self.busy(&session);
+        session.call(request, Some(busy))
     }
 
     /// Who initialized session `id`, when access control named them.

@@ -160,7 +160,7 @@ impl Outbox {
 }
 
 /// The SSE stream a client reads: the outbox's events from its position on.
-pub(super) struct Reader {
+pub(crate) struct Reader {
     outbox: Arc<Outbox>,
     generation: u64,
     next: usize,

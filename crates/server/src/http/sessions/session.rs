@@ -14,19 +14,32 @@
 //! - a request of the server's (sampling, elicitation) made while handling a client's request
 //!   to that request's stream (SEP-2260), a cancellation to the cancelled request's stream;
 //! - everything else to the standalone stream (the client's GET), kept until one is open.
+//!
+//! A `tools/call` can skip the service's serve loop ([`Session::call`]): the caller runs the
+//! handler itself with the session's peer (learnt at `initialize`) and hands its answer back
+//! ([`Session::answer`]). The serve loop would spawn a task around rmcp's whole request
+//! future (its largest method's state, kilobytes), send the answer through a channel to
+//! itself and spawn another task to deliver it: a tenth of such a call's instructions. What
+//! the handler sends meanwhile (progress, a request to the client) still goes through the
+//! peer and the serve loop, routed as before; a `notifications/cancelled` for the call, the
+//! stream's end and the session's close cancel the handler as rmcp's loop would.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
+use rmcp::RoleServer;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, GetExtensions, GetMeta,
     JsonRpcRequest, ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
-use rmcp::service::OriginatingRequestId;
+use rmcp::service::{OriginatingRequestId, Peer};
 use rmcp::transport::streamable_http_server::session::SessionId;
 use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::live::PeerSlot;
 
 use super::outbox::{Outbox, Reader};
 use super::{Busy, SessionError};
@@ -53,6 +66,8 @@ pub(super) struct Session {
     inbox_ready: Notify,
     /// SSE retry hint sent first on each request stream (none: no priming event).
     retry: Option<Duration>,
+    /// The session's peer, once its `initialize` was handled.
+    pub(super) peer: PeerSlot,
 }
 
 #[derive(Default)]
@@ -71,6 +86,42 @@ struct State {
     /// The standalone stream's events (made on first use), and extra GET streams.
     common: Option<Arc<Outbox>>,
     shadows: Vec<Arc<Outbox>>,
+    /// The calls run beside the serve loop, by stream: cancelled when their stream ends
+    /// before their answer.
+    running: HashMap<u64, CancellationToken>,
+}
+
+/// A `tools/call` to run beside the serve loop ([`Session::call`]).
+pub(crate) struct Direct {
+    pub(crate) reader: Reader,
+    pub(crate) peer: Peer<RoleServer>,
+    /// Cancelled by the client's `notifications/cancelled`, the session's close or the
+    /// stream's end; the handler's context takes a child of it.
+    pub(crate) cancel: CancellationToken,
+    pub(crate) answer: Answer,
+}
+
+/// Where a call run beside the serve loop answers; dropped unsent (the handler panicked), its
+/// stream ends without an answer.
+pub(crate) struct Answer {
+    session: Arc<Session>,
+    stream: u64,
+    sent: bool,
+}
+
+impl Answer {
+    pub(crate) fn send(mut self, answer: ServerJsonRpcMessage) {
+        self.sent = true;
+        self.session.answer(self.stream, Some(answer));
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.session.answer(self.stream, None);
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -89,6 +140,7 @@ impl Session {
             state: Mutex::new(State::default()),
             inbox_ready: Notify::new(),
             retry,
+            peer: PeerSlot::default(),
         }
     }
 
@@ -115,11 +167,12 @@ impl Session {
     /// Hands the `initialize` request to the service and waits for its answer.
     pub(super) async fn initialize(
         &self,
-        message: ClientJsonRpcMessage,
+        mut message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, SessionError> {
-        let ClientJsonRpcMessage::Request(request) = &message else {
+        let ClientJsonRpcMessage::Request(request) = &mut message else {
             return Err(SessionError::NotInitialize);
         };
+        request.request.extensions_mut().insert(self.peer.clone());
         let (tx, rx) = oneshot::channel();
         {
             let mut state = self.lock();
@@ -144,13 +197,70 @@ impl Session {
             ClientJsonRpcMessage::Request(request) => resources(request),
             _ => Vec::new(),
         };
+        self.enqueue(&mut state, request)?;
+        let (_, reader) = self.open_stream(&mut state, resources, busy);
+        Ok(reader)
+    }
+
+    /// Opens the stream of a `tools/call` its caller runs beside the serve loop, with the
+    /// session's peer; `None` before `initialize` was handled (the serve loop takes the call).
+    pub(super) fn call(
+        self: &Arc<Self>,
+        request: &JsonRpcRequest<ClientRequest>,
+        busy: Option<Busy>,
+    ) -> Result<Option<Direct>, SessionError> {
+        let Some(peer) = self.peer.0.get() else {
+            return Ok(None);
+        };
+        let mut state = self.lock();
+        if state.closed {
+            return Err(SessionError::Closed);
+        }
+        let (stream, reader) = self.open_stream(&mut state, resources(request), busy);
+        let cancel = CancellationToken::new();
+        state.running.insert(stream, cancel.clone());
+        Ok(Some(Direct {
+            reader,
+            peer: peer.clone(),
+            cancel,
+            answer: Answer {
+                session: self.clone(),
+                stream,
+                sent: false,
+            },
+        }))
+    }
+
+    /// The answer of a call run beside the serve loop ([`Answer`]), to its stream; dropped, as
+    /// rmcp drops a cancelled request's, when the stream has ended (`None`: the handler ended
+    /// without one, the stream ends).
+    fn answer(&self, stream: u64, answer: Option<ServerJsonRpcMessage>) {
+        let mut state = self.lock();
+        let Some(cancel) = state.running.remove(&stream) else {
+            return;
+        };
+        // As rmcp's loop after an answer: what the handler left running under its token ends.
+        cancel.cancel();
+        match answer {
+            // Closed meanwhile: nobody reads it.
+            Some(answer) => drop(state.deliver(answer)),
+            None => state.finish(stream),
+        }
+    }
+
+    /// A new request stream, routed the ids and progress tokens in `resources`.
+    fn open_stream(
+        &self,
+        state: &mut State,
+        resources: Vec<Resource>,
+        busy: Option<Busy>,
+    ) -> (u64, Reader) {
         let stream = state.next_stream;
         state.next_stream = stream.wrapping_add(1);
         let outbox = Outbox::new(Some(stream), 0);
         if let Some(retry) = self.retry {
             outbox.prime(retry);
         }
-        self.enqueue(&mut state, request)?;
         for resource in &resources {
             // An id (or progress token) still in flight, reused: the earlier stream ends
             // rather than waiting for an answer that will now be routed here, so a client
@@ -161,7 +271,7 @@ impl Session {
             state.routes.insert(resource.clone(), stream);
         }
         state.streams.insert(stream, (outbox.clone(), resources));
-        Ok(outbox.reader(None, busy))
+        (stream, outbox.reader(None, busy))
     }
 
     /// Hands a client's notification or answer to the service. A cancellation ends the
@@ -227,31 +337,7 @@ impl Session {
 
     /// Routes one of the service's messages to its stream.
     pub(super) fn deliver(&self, message: ServerJsonRpcMessage) -> Result<(), SessionError> {
-        let mut state = self.lock();
-        if state.closed {
-            return Err(SessionError::Closed);
-        }
-        if let Some(id) = answered(&message)
-            && state
-                .initializing
-                .as_ref()
-                .is_some_and(|(init, _)| init == id)
-            && let Some((_, waiter)) = state.initializing.take()
-        {
-            return waiter.send(message).map_err(|_| SessionError::Closed);
-        }
-        let (resource, last) = route(&message);
-        let stream = resource.and_then(|r| state.routes.get(&r).copied());
-        match stream.and_then(|s| state.streams.get(&s).map(|(o, _)| (s, o.clone()))) {
-            Some((stream, outbox)) => {
-                outbox.push(message, last);
-                if last {
-                    state.finish(stream);
-                }
-            }
-            None => state.common().push(message, false),
-        }
-        Ok(())
+        self.lock().deliver(message)
     }
 
     /// The next client message for the service; `None` once the session is closed.
@@ -303,11 +389,42 @@ impl Session {
         for shadow in state.shadows.drain(..) {
             shadow.finish();
         }
+        for (_, cancel) in state.running.drain() {
+            cancel.cancel();
+        }
         self.inbox_ready.notify_one();
     }
 }
 
 impl State {
+    /// Routes one of the service's messages to its stream.
+    fn deliver(&mut self, message: ServerJsonRpcMessage) -> Result<(), SessionError> {
+        if self.closed {
+            return Err(SessionError::Closed);
+        }
+        if let Some(id) = answered(&message)
+            && self
+                .initializing
+                .as_ref()
+                .is_some_and(|(init, _)| init == id)
+            && let Some((_, waiter)) = self.initializing.take()
+        {
+            return waiter.send(message).map_err(|_| SessionError::Closed);
+        }
+        let (resource, last) = route(&message);
+        let stream = resource.and_then(|r| self.routes.get(&r).copied());
+        match stream.and_then(|s| self.streams.get(&s).map(|(o, _)| (s, o.clone()))) {
+            Some((stream, outbox)) => {
+                outbox.push(message, last);
+                if last {
+                    self.finish(stream);
+                }
+            }
+            None => self.common().push(message, false),
+        }
+        Ok(())
+    }
+
     fn common(&mut self) -> &Arc<Outbox> {
         // Numbered from 1: rmcp primes a GET stream with the id "0" itself.
         self.common.get_or_insert_with(|| Outbox::new(None, 1))
@@ -320,6 +437,11 @@ impl State {
             return;
         };
         outbox.finish();
+        // A call run beside the serve loop whose stream ends unanswered (cancelled, its id
+        // reused): nobody will read its answer.
+        if let Some(cancel) = self.running.remove(&stream) {
+            cancel.cancel();
+        }
         for resource in resources {
             if self.routes.get(&resource) == Some(&stream) {
                 self.routes.remove(&resource);

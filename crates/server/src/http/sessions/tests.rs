@@ -246,6 +246,120 @@ async fn a_reused_request_id_ends_the_earlier_stream() {
     assert_eq!(session.streams_in_flight(), 0);
 }
 
+/// A server that answers nothing of its own: only its peer is used.
+struct Nobody;
+
+impl rmcp::ServerHandler for Nobody {}
+
+/// A session past its initialize whose peer is known, as `LiveServer`'s `initialize` leaves
+/// it: its calls run beside the serve loop.
+async fn open_direct(sessions: &Sessions) -> (SessionId, SessionTransport) {
+    let (id, transport) = open(sessions).await;
+    // Any server's peer serves: these tests send nothing through it.
+    let (_, other) = sessions.create_session().await.expect("created");
+    let service = rmcp::service::serve_directly(Nobody, other, None);
+    let session = sessions.get(&id).expect("open");
+    assert!(session.peer.0.set(service.peer().clone()).is_ok());
+    (id, transport)
+}
+
+fn tools_call(id: i64) -> rmcp::model::JsonRpcRequest<rmcp::model::ClientRequest> {
+    match call(id, Some("tok")) {
+        ClientJsonRpcMessage::Request(request) => request,
+        _ => unreachable!("a request"),
+    }
+}
+
+/// Before its `initialize` was handled a session has no peer: its calls go to the serve loop.
+#[tokio::test]
+async fn a_session_without_its_peer_leaves_calls_to_the_serve_loop() {
+    let sessions = Sessions::new(8, Duration::from_secs(60), None);
+    let (id, _transport) = open(&sessions).await;
+    assert!(sessions.call(&id, &tools_call(1)).expect("open").is_none());
+}
+
+/// A call run beside the serve loop: its progress (sent through the service) and its answer
+/// (handed back) on its own stream, which then ends; nothing reaches the service.
+#[tokio::test]
+async fn a_call_run_beside_the_loop_answers_on_its_stream() {
+    let sessions = Sessions::new(8, Duration::from_secs(60), None);
+    let (id, mut transport) = open_direct(&sessions).await;
+    let direct = sessions
+        .call(&id, &tools_call(5))
+        .expect("open")
+        .expect("direct");
+    transport.send(progress("tok")).await.expect("sent");
+    direct.answer.send(answer(5));
+    let events: Vec<_> = direct.reader.collect::<Vec<_>>().within().await;
+    assert_eq!(
+        message_ids(&events),
+        [
+            (Some("0/0".to_owned()), Some("notification".to_owned())),
+            (Some("1/0".to_owned()), Some("answer".to_owned())),
+        ]
+    );
+    assert!(direct.cancel.is_cancelled(), "what it left running ends");
+    let session = sessions.get(&id).expect("open");
+    assert_eq!(session.streams_in_flight(), 0);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), transport.receive())
+            .await
+            .is_err(),
+        "the service never saw the call"
+    );
+}
+
+/// The client's cancellation stops the call and ends its stream; a late answer goes nowhere
+/// (not to the standalone stream).
+#[tokio::test]
+async fn a_cancelled_call_beside_the_loop_stops_and_its_late_answer_is_dropped() {
+    let sessions = Sessions::new(8, Duration::from_secs(60), None);
+    let (id, _transport) = open_direct(&sessions).await;
+    let direct = sessions
+        .call(&id, &tools_call(3))
+        .expect("open")
+        .expect("direct");
+    let cancel = client(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 3}}),
+    );
+    sessions
+        .accept_message(&id, cancel)
+        .await
+        .expect("accepted");
+    assert!(direct.cancel.is_cancelled());
+    direct.answer.send(answer(3));
+    assert_eq!(direct.reader.count().within().await, 0, "ended, unanswered");
+    let mut get = sessions.create_standalone_stream(&id).await.expect("GET");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), get.next())
+            .await
+            .is_err(),
+        "the late answer did not land on the standalone stream"
+    );
+}
+
+/// The session's close stops its calls; a handler that ends without an answer (a panic drops
+/// its `Answer`) ends its stream.
+#[tokio::test]
+async fn closing_stops_calls_beside_the_loop_and_an_unsent_answer_ends_the_stream() {
+    let sessions = Sessions::new(8, Duration::from_secs(60), None);
+    let (id, _transport) = open_direct(&sessions).await;
+    let dropped = sessions
+        .call(&id, &tools_call(6))
+        .expect("open")
+        .expect("direct");
+    drop(dropped.answer);
+    assert_eq!(dropped.reader.count().within().await, 0);
+    let running = sessions
+        .call(&id, &tools_call(7))
+        .expect("open")
+        .expect("direct");
+    sessions.close_session(&id).await.expect("closed");
+    assert!(running.cancel.is_cancelled());
+    assert_eq!(running.reader.count().within().await, 0);
+}
+
 /// Idle sessions are closed by the sweeper; one with a call in flight is not.
 #[tokio::test]
 async fn idle_sessions_expire_and_busy_ones_do_not() {
