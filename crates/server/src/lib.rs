@@ -25,6 +25,13 @@ mod session;
 mod stdio;
 mod tool_call;
 
+/// The hasher of the maps every call looks up (the session table, a session's streams and
+/// routes, the tools by name): foldhash, seeded per map, where std's SipHash cost a few
+/// thousand instructions per call. SipHash's defence against chosen colliding keys buys
+/// nothing here: the keys are the server's own (the session ids it made, the config's tool
+/// names) or a client's request ids within its own session, as many as its calls in flight.
+pub(crate) type Fast = foldhash::fast::RandomState;
+
 pub use audit::{Audit, AuditOptions};
 pub use call_options::CallOptions;
 pub use caller::engine_caller;

@@ -32,7 +32,7 @@ struct Inner {
     meta: ServerMeta,
     engine: Engine,
     tools: Vec<Tool>,
-    by_name: HashMap<String, ToolEntry>,
+    by_name: HashMap<String, ToolEntry, crate::Fast>,
     /// `NAME_continue`, `NAME_cancel` and `NAME_status` of the tools that can wait.
     companions: HashMap<String, crate::session::Companion>,
     /// Upstream tools, resources and prompts passed through (`proxy:`), and every hook,
@@ -51,7 +51,7 @@ struct ToolEntry {
 impl GraphServer {
     pub fn new(config: &Config, engine: Engine) -> Result<Self, ServerError> {
         let mut tools = Vec::new();
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::default();
         for def in &config.tools {
             let object = |v: &Value, what| match v {
                 Value::Object(m) => Ok(Arc::new(m.clone())),

@@ -66,7 +66,7 @@ pub(crate) struct Sessions {
 
 #[derive(Default)]
 struct Table {
-    open: HashMap<SessionId, Arc<Session>>,
+    open: HashMap<SessionId, Arc<Session>, crate::Fast>,
     /// Sessions evicted since the last report, and when that was.
     evicted: u64,
     reported: Option<Instant>,

@@ -39,6 +39,7 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::Fast;
 use crate::live::PeerSlot;
 
 use super::outbox::{Outbox, Reader};
@@ -79,8 +80,8 @@ struct State {
     next_stream: u64,
     /// Request streams not yet answered, and the request ids and progress tokens routed to
     /// each.
-    streams: HashMap<u64, (Arc<Outbox>, Vec<Resource>)>,
-    routes: HashMap<Resource, u64>,
+    streams: HashMap<u64, (Arc<Outbox>, Vec<Resource>), Fast>,
+    routes: HashMap<Resource, u64, Fast>,
     /// Answered request streams a client may still reconnect to.
     finished: VecDeque<(u64, Arc<Outbox>, Instant)>,
     /// The standalone stream's events (made on first use), and extra GET streams.
@@ -88,7 +89,7 @@ struct State {
     shadows: Vec<Arc<Outbox>>,
     /// The calls run beside the serve loop, by stream: cancelled when their stream ends
     /// before their answer.
-    running: HashMap<u64, CancellationToken>,
+    running: HashMap<u64, CancellationToken, Fast>,
 }
 
 /// A `tools/call` to run beside the serve loop ([`Session::call`]).
