@@ -46,14 +46,14 @@ totals() { # file
     echo "$total $copy"
 }
 
-run_http() { # calls out
-    local log="$work/serve.log"
-    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve "${CONFIG:-bench/configs/http.yaml}" \
+run_http() { # calls out [config tool args]
+    local log="$work/serve.log" tool=${4:-add} args=${5:-'{"a": 1, "b": 2}'}
+    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve "${3:-${CONFIG:-bench/configs/http.yaml}}" \
         --http 127.0.0.1:0 2>"$log" &
     local server=$! url
     # Under valgrind the start takes seconds.
     url=$(listen_url "$log" 600)
-    "$REL/mcpflow-bench" http --url "$url" --tool add --args '{"a": 1, "b": 2}' \
+    "$REL/mcpflow-bench" http --url "$url" --tool "$tool" --args "$args" \
         --protocol "$PROTOCOL" --clients "$CLIENTS" --calls "$1" >/dev/null
     kill -INT "$server"
     wait "$server" || true
@@ -70,15 +70,7 @@ run_gateway() { # calls out [config]
 # The pass-through as bench/peers.sh drives it: a Streamable HTTP client (2025-11-25 sessions
 # unless PROTOCOL says otherwise) → the gateway → the fixture's `echo` over stdio.
 run_http_gateway() { # calls out
-    local log="$work/serve.log"
-    valgrind --tool=callgrind --callgrind-out-file="$2" "$MCPFLOW" serve bench/configs/gateway.yaml \
-        --http 127.0.0.1:0 2>"$log" &
-    local server=$! url
-    url=$(listen_url "$log" 600)
-    "$REL/mcpflow-bench" http --url "$url" --tool fx__echo --args '{"x": 1}' \
-        --protocol "$PROTOCOL" --clients "$CLIENTS" --calls "$1" >/dev/null
-    kill -INT "$server"
-    wait "$server" || true
+    run_http "$1" "$2" bench/configs/gateway.yaml fx__echo '{"x": 1}'
 }
 
 # The same work through the tower-based Rust mcp-proxy 0.6 (bench/peers.sh installs it), so
