@@ -18,16 +18,16 @@ use rmcp::transport::streamable_http_server::session::{ServerSseMessage, Session
 
 use super::super::guard::rpc_error;
 use super::super::sessions::{Direct, SessionError};
-use super::{Calls, event, one, sse_response};
+use super::{Calls, PROTOCOL_VERSION, SESSION_ID, event, one, sse_response};
 use crate::live::LiveServer;
 
 /// A session's request of an era before 2026-07-28, whose version header (if any) rmcp knows;
 /// without one rmcp assumes 2025-03-26.
 pub(super) fn headers_fit(headers: &HeaderMap) -> bool {
-    if one(headers, "mcp-session-id").is_none() {
+    if one(headers, &SESSION_ID).is_none() {
         return false;
     }
-    let mut versions = headers.get_all("mcp-protocol-version").iter();
+    let mut versions = headers.get_all(&PROTOCOL_VERSION).iter();
     match (versions.next(), versions.next()) {
         (None, _) => true,
         (Some(version), None) => version.to_str().is_ok_and(|v| {
@@ -48,7 +48,7 @@ pub(super) async fn serve(
     mut call: JsonRpcRequest<ClientRequest>,
     parts: Parts,
 ) -> Result<Response, Box<Parts>> {
-    let Some(id) = one(&parts.headers, "mcp-session-id") else {
+    let Some(id) = one(&parts.headers, &SESSION_ID) else {
         return Err(Box::new(parts));
     };
     let id: SessionId = id.into();

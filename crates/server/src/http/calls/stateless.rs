@@ -22,7 +22,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::reply::Reply;
 use super::shared::Shared;
-use super::{event, one, sse_response};
+use super::{METHOD, NAME, PROTOCOL_VERSION, event, one, sse_response};
 use crate::live::LiveServer;
 
 pub(crate) struct Stateless {
@@ -33,9 +33,9 @@ pub(crate) struct Stateless {
 /// The header checks that need no body: this protocol, `Mcp-Method` and a plain `Mcp-Name`
 /// (rmcp decodes a Base64 one), no `Mcp-Param-*` to compare with the arguments.
 pub(super) fn headers_fit(headers: &HeaderMap) -> bool {
-    one(headers, "mcp-protocol-version") == Some(ProtocolVersion::V_2026_07_28.as_str())
-        && one(headers, "mcp-method") == Some("tools/call")
-        && one(headers, "mcp-name").is_some_and(|name| !name.starts_with("=?base64?"))
+    one(headers, &PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
+        && one(headers, &METHOD) == Some("tools/call")
+        && one(headers, &NAME).is_some_and(|name| !name.starts_with("=?base64?"))
         && !headers
             .keys()
             .any(|name| name.as_str().starts_with("mcp-param-"))
@@ -69,7 +69,7 @@ impl Stateless {
             return false;
         };
         let name = request.params.name.as_ref();
-        if one(headers, "mcp-name") != Some(name) {
+        if one(headers, &NAME) != Some(name) {
             return false;
         }
         let meta = call.request.get_meta();

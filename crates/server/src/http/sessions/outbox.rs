@@ -73,11 +73,17 @@ impl Outbox {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Written with `itoa` rather than `format!`: the formatting machinery cost ~700
+    /// instructions per event, two events per call.
     fn event_id(&self, index: usize) -> String {
-        match self.request {
-            Some(request) => format!("{index}/{request}"),
-            None => index.to_string(),
+        let mut numbers = itoa::Buffer::new();
+        let mut id = String::with_capacity(24);
+        id.push_str(numbers.format(index));
+        if let Some(request) = self.request {
+            id.push('/');
+            id.push_str(numbers.format(request));
         }
+        id
     }
 
     /// Appends a message; with `last`, the stream ends after it.
