@@ -32,11 +32,18 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use rmcp::model::JsonRpcMessage;
+use mcpflow_gateway::notify::ReplyTo;
+use mcpflow_model::future::boxed;
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, ServerJsonRpcMessage,
+};
+use rmcp::service::{Peer, RequestContext, Service};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::Sessions;
@@ -116,6 +123,43 @@ pub(crate) async fn serve(
                 .await
         }
     }
+}
+
+/// Runs `call`'s handler as rmcp's serve loop runs one: a task of its own, the context rmcp
+/// builds (`_meta`, with the progress token, and the extensions moved from the request to the
+/// context, the HTTP request's parts and `reply_to` joining them), cancelled by `ct`; the
+/// answer (or error) goes to `answered`, dropped unsent if the handler panics.
+fn spawn_handler(
+    server: &LiveServer,
+    call: JsonRpcRequest<ClientRequest>,
+    peer: Peer<RoleServer>,
+    ct: CancellationToken,
+    parts: Parts,
+    reply_to: Option<ReplyTo>,
+    answered: impl FnOnce(ServerJsonRpcMessage) + Send + 'static,
+) {
+    let JsonRpcRequest {
+        id, mut request, ..
+    } = call;
+    let mut context = RequestContext::new(id.clone(), peer);
+    context.ct = ct;
+    context.meta = std::mem::take(request.get_meta_mut());
+    context.extensions = std::mem::take(request.extensions_mut());
+    context.extensions.insert(parts);
+    if let Some(reply_to) = reply_to {
+        context.extensions.insert(reply_to);
+    }
+    let server = server.clone();
+    // The handler's future (sized by its largest method) is built in a box, so the task
+    // tokio copies in, and writes the answer over, is a few words.
+    let handling = boxed(|| async move { server.handle_request(request, context).await });
+    tokio::spawn(async move {
+        let message = match handling.await {
+            Ok(result) => ServerJsonRpcMessage::response(result, id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        answered(message);
+    });
 }
 
 /// A JSON body, and an `Accept` that names both media types plainly. Anything rmcp would have

@@ -7,12 +7,9 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use futures::{Stream, StreamExt};
-use mcpflow_model::future::boxed;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, JsonRpcRequest, ProtocolVersion,
-    ServerJsonRpcMessage,
 };
-use rmcp::service::{RequestContext, Service};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 
@@ -109,26 +106,15 @@ fn run(
         cancel,
         answer,
     } = direct;
-    let JsonRpcRequest {
-        id, mut request, ..
-    } = call;
-    let mut context = RequestContext::new(id.clone(), peer);
-    context.ct = cancel.child_token();
-    // As rmcp's serve loop: `_meta` (the progress token) and the extensions move from the
-    // request to the context; the HTTP request's parts join them, as rmcp puts them.
-    context.meta = std::mem::take(request.get_meta_mut());
-    context.extensions = std::mem::take(request.extensions_mut());
-    context.extensions.insert(parts);
-    let server = server.clone();
-    // Built in its box: the task tokio copies in is a few words (see `stateless`).
-    let handling = boxed(|| async move { server.handle_request(request, context).await });
-    tokio::spawn(async move {
-        let message = match handling.await {
-            Ok(result) => ServerJsonRpcMessage::response(result, id),
-            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-        };
-        answer.send(message);
-    });
+    super::spawn_handler(
+        server,
+        call,
+        peer,
+        cancel.child_token(),
+        parts,
+        None,
+        move |message| answer.send(message),
+    );
     reader
 }
 

@@ -10,13 +10,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use mcpflow_gateway::notify::ReplyTo;
-use mcpflow_model::future::boxed;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    ClientRequest, ErrorCode, GetExtensions, GetMeta, JsonRpcRequest, ProtocolVersion,
-    ServerJsonRpcMessage,
+    ClientRequest, ErrorCode, GetMeta, JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
 };
-use rmcp::service::{RequestContext, Service};
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -92,31 +89,18 @@ impl Stateless {
         parts: Parts,
         shutdown: &CancellationToken,
     ) -> Response {
-        let JsonRpcRequest {
-            id, mut request, ..
-        } = call;
         let reply = Arc::new(Reply::default());
         let request_ct = shutdown.child_token();
-        let mut context = RequestContext::new(id.clone(), self.shared.peer());
-        context.ct = request_ct.child_token();
-        // As rmcp's serve loop: `_meta` (the progress token) and the extensions move from the
-        // request to the context; the HTTP request's parts join them, as rmcp puts them.
-        context.meta = std::mem::take(request.get_meta_mut());
-        context.extensions = std::mem::take(request.extensions_mut());
-        context.extensions.insert(parts);
-        context.extensions.insert(ReplyTo(reply.clone()));
-        let server = self.server.clone();
         let answered = Answered(reply.clone());
-        // The handler's future (sized by its largest method) is built in a box, so the task
-        // tokio copies in, and writes the answer over, is a few words.
-        let handling = boxed(|| async move { server.handle_request(request, context).await });
-        tokio::spawn(async move {
-            let message = match handling.await {
-                Ok(result) => ServerJsonRpcMessage::response(result, id),
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-            };
-            answered.send(message);
-        });
+        super::spawn_handler(
+            &self.server,
+            call,
+            self.shared.peer(),
+            request_ct.child_token(),
+            parts,
+            Some(ReplyTo(reply.clone())),
+            move |message| answered.send(message),
+        );
         // A client gone before the first message cancels the handler, as rmcp's path does.
         let disconnect = request_ct.drop_guard();
         let Some(first) = reply.next().await else {
